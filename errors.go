@@ -1,0 +1,104 @@
+package waitroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code. It is part of the public API: the
+// HTTP layer sends it to clients and maps it to a status.
+type Code string
+
+// The error codes. Each names one situation a client can act on.
+const (
+	CodeInvalidRequest   Code = "invalid_request"    // malformed input of any other kind
+	CodeInvalidJSON      Code = "invalid_json"       // a body that is not the JSON expected
+	CodeInvalidRoomName  Code = "invalid_room_name"  // a room name outside the allowed pattern
+	CodeInvalidSessionID Code = "invalid_session_id" // a session id that cannot have been issued
+	CodeInvalidConfig    Code = "invalid_config"     // a room configuration that fails validation
+	CodeInvalidKey       Code = "invalid_key"        // an identity key that is empty, too long or not printable
+	CodeUnauthorized     Code = "unauthorized"       // no or bad admin token
+	CodeNotFound         Code = "not_found"          // no such route
+	CodeMethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
+	CodeRoomNotFound     Code = "room_not_found"
+	CodeSessionNotFound  Code = "session_not_found"
+	CodeQueueEmpty       Code = "queue_empty"    // advance with nobody waiting
+	CodeAlreadyJoined    Code = "already_joined" // the key already holds a live session
+	CodeRoomNotEmpty     Code = "room_not_empty" // delete of a room with live sessions
+	CodeBodyTooLarge     Code = "body_too_large"
+	CodeRateLimited      Code = "rate_limited"
+	CodeRoomFull         Code = "room_full"   // a cap on sessions or memory refuses the join
+	CodeUnavailable      Code = "unavailable" // the store cannot be reached or has failed
+	CodeInternal         Code = "internal"
+)
+
+// Error is the one error type of waitroom. Message is written for a person
+// and is safe to show to a client; Err is the internal cause, which is logged
+// and never sent.
+type Error struct {
+	Code    Code
+	Message string
+	// Session is the live session that caused CodeAlreadyJoined.
+	Session *Session
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the internal cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable wraps a backend failure: the client sees a generic message and
+// CodeUnavailable, the log sees cause.
+func Unavailable(cause error, what string) *Error {
+	return &Error{Code: CodeUnavailable, Message: "The waiting room's storage is unavailable; try again shortly.", Err: fmt.Errorf("%s: %w", what, cause)}
+}
+
+// ErrorCode returns the code of err: the Code of an *Error in its chain,
+// CodeUnavailable for context cancellation, and CodeInternal for anything else.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the person-readable message of err. Errors that are not
+// an *Error get a generic message, so internal details never leak.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "An internal error occurred."
+}
+
+// RoomNotFound returns the error for an unknown room.
+func RoomNotFound(room string) *Error {
+	return Errorf(CodeRoomNotFound, "There is no room named %q.", room)
+}
+
+// SessionNotFound returns the error for an unknown session.
+func SessionNotFound() *Error {
+	return Errorf(CodeSessionNotFound, "There is no such session in this room.")
+}

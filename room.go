@@ -1,0 +1,290 @@
+package waitroom
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Mode says how a room admits people.
+type Mode string
+
+const (
+	// ModeAuto is a traffic waiting room: sessions are admitted automatically
+	// while fewer than Capacity are active.
+	ModeAuto Mode = "auto"
+	// ModeManual is a service waitlist: an operator serves the next in line
+	// with Advance; nobody is admitted automatically.
+	ModeManual Mode = "manual"
+)
+
+// Limits on configuration values. They keep arithmetic far from overflow and
+// catch typos such as a capacity with three extra zeros.
+const (
+	MaxCapacity      = 1_000_000_000
+	MaxRatePerMinute = 1_000_000_000
+	MaxDuration      = Duration(366 * 24 * time.Hour)
+	// MaxRoomNameLen is the longest room name.
+	MaxRoomNameLen = 64
+	// MaxKeyLen is the longest identity key, in bytes.
+	MaxKeyLen = 256
+)
+
+// DefaultRoom is the room that exists on a server's first start.
+const DefaultRoom = "default"
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("90s", "5m").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d compactly: "5m" rather than "5m0s", "0s" for zero.
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a duration string. Numbers are refused, because a bare
+// number leaves the unit to guesswork.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"90s\" or \"5m\"")
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// ParseDuration parses a Go duration string and checks it lies in [0, MaxDuration].
+func ParseDuration(s string) (Duration, error) {
+	if len(s) > 32 {
+		return 0, fmt.Errorf("duration %.32q… is too long", s)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"90s\" or \"5m\"", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	if Duration(v) > MaxDuration {
+		return 0, fmt.Errorf("duration %q is longer than %s", s, MaxDuration)
+	}
+	if v > 0 && v < time.Millisecond {
+		return 0, fmt.Errorf("duration %q is shorter than 1ms; use 0 or at least 1ms", s)
+	}
+	return Duration(v), nil
+}
+
+// RoomConfig is a room's configuration. The JSON field names are the API's.
+type RoomConfig struct {
+	// Mode is auto (admission is automatic) or manual (an operator serves).
+	Mode Mode `json:"mode"`
+	// Capacity is the most sessions active at once in an auto room; 0 admits nobody.
+	Capacity int `json:"capacity"`
+	// RatePerMinute paces automatic admissions; 0 means no limit. Admissions
+	// average at most this many per minute, with bursts of at most one
+	// second's worth (RatePerMinute/60, at least 1).
+	RatePerMinute int `json:"rate_per_minute"`
+	// ActiveTimeout expires an active session with no activity for this long;
+	// 0 means active sessions never idle out.
+	ActiveTimeout Duration `json:"active_timeout"`
+	// MaxSession caps the time a session stays active; 0 means no cap.
+	MaxSession Duration `json:"max_session"`
+	// WaitingTimeout drops a waiting session that shows no presence for this
+	// long; 0 keeps it until it leaves.
+	WaitingTimeout Duration `json:"waiting_timeout"`
+	// Grace is how long a session that said it is going away keeps its place
+	// or slot.
+	Grace Duration `json:"grace"`
+	// Paused stops automatic admissions.
+	Paused bool `json:"paused"`
+}
+
+// DefaultConfig returns the configuration of a room for which nothing was set.
+func DefaultConfig() RoomConfig {
+	return RoomConfig{
+		Mode:           ModeAuto,
+		Capacity:       100,
+		ActiveTimeout:  Duration(5 * time.Minute),
+		WaitingTimeout: Duration(time.Minute),
+		Grace:          Duration(30 * time.Second),
+	}
+}
+
+// Validate reports the first problem with c as a CodeInvalidConfig error.
+func (c RoomConfig) Validate() error {
+	bad := func(format string, args ...any) error {
+		return Errorf(CodeInvalidConfig, format, args...)
+	}
+	switch c.Mode {
+	case ModeAuto, ModeManual:
+	default:
+		return bad("mode must be \"auto\" or \"manual\", not %q.", string(c.Mode))
+	}
+	if c.Capacity < 0 || c.Capacity > MaxCapacity {
+		return bad("capacity must be between 0 and %d.", MaxCapacity)
+	}
+	if c.RatePerMinute < 0 || c.RatePerMinute > MaxRatePerMinute {
+		return bad("rate_per_minute must be between 0 and %d.", MaxRatePerMinute)
+	}
+	for _, f := range []struct {
+		name string
+		d    Duration
+	}{
+		{"active_timeout", c.ActiveTimeout},
+		{"max_session", c.MaxSession},
+		{"waiting_timeout", c.WaitingTimeout},
+		{"grace", c.Grace},
+	} {
+		if f.d < 0 || f.d > MaxDuration {
+			return bad("%s must be between 0s and %s.", f.name, MaxDuration)
+		}
+		if f.d > 0 && f.d < Duration(time.Millisecond) {
+			return bad("%s must be 0 or at least 1ms.", f.name)
+		}
+	}
+	return nil
+}
+
+// ParseRoomConfig reads a configuration from JSON. Fields that are absent
+// take their defaults; unknown fields, trailing data and invalid values are
+// CodeInvalidConfig or CodeInvalidJSON errors. An empty body is the default
+// configuration.
+func ParseRoomConfig(data []byte) (RoomConfig, error) {
+	c := DefaultConfig()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	if err := DecodeJSON(data, &c); err != nil {
+		return RoomConfig{}, err
+	}
+	return c, c.Validate()
+}
+
+// DecodeJSON decodes exactly one JSON value from data into v, refusing unknown
+// fields and trailing data. Errors are *Error with CodeInvalidJSON and a
+// message that names the problem.
+func DecodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &Error{Code: CodeInvalidJSON, Message: jsonProblem(err), Err: err}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Errorf(CodeInvalidJSON, "The body holds more than one JSON value.")
+	}
+	return nil
+}
+
+// jsonProblem turns a decoding error into a sentence for a person.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("The body is not valid JSON (at byte %d).", syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("Field %q must be a JSON %s.", typ.Field, jsonKind(typ.Type.Kind().String()))
+		}
+		return "The body must be a JSON object."
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "The body ends before its JSON value does."
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Sprintf("Unknown field %s.", f)
+	}
+	// Errors from UnmarshalJSON methods (durations) carry their own sentence.
+	msg = strings.TrimPrefix(msg, "json: ")
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return "Invalid value: " + msg + "."
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	}
+	return k
+}
+
+// ValidRoomName reports whether name matches ^[a-z0-9][a-z0-9._-]{0,63}$.
+func ValidRoomName(name string) bool {
+	if len(name) == 0 || len(name) > MaxRoomNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckRoomName returns a CodeInvalidRoomName error when name is not valid.
+func CheckRoomName(name string) error {
+	if ValidRoomName(name) {
+		return nil
+	}
+	return Errorf(CodeInvalidRoomName, "A room name is 1 to 64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.")
+}
+
+// CheckKey returns a CodeInvalidKey error unless key is 1 to MaxKeyLen bytes
+// of valid UTF-8 with no control characters.
+func CheckKey(key string) error {
+	if key == "" || len(key) > MaxKeyLen {
+		return Errorf(CodeInvalidKey, "A key is 1 to %d bytes.", MaxKeyLen)
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || r == 0xfffd || (r >= 0x80 && r < 0xa0) {
+			return Errorf(CodeInvalidKey, "A key must be printable UTF-8 text.")
+		}
+	}
+	return nil
+}
+
+// Room is a room's configuration and its counts at one moment.
+type Room struct {
+	Name string `json:"room"`
+	RoomConfig
+	// Waiting and Active count live sessions.
+	Waiting int `json:"waiting"`
+	Active  int `json:"active"`
+	// LastTicket is the highest ticket issued so far (0 before any join).
+	LastTicket int64 `json:"last_ticket"`
+}

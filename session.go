@@ -1,0 +1,268 @@
+package waitroom
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Status is where a session stands.
+type Status string
+
+// The statuses. Waiting and Active are live; the others are final and stay
+// in the room's history.
+const (
+	StatusWaiting Status = "waiting"
+	StatusActive  Status = "active"
+	StatusServed  Status = "served"
+	StatusLeft    Status = "left"
+	StatusExpired Status = "expired"
+)
+
+// Live reports whether s is waiting or active.
+func (s Status) Live() bool { return s == StatusWaiting || s == StatusActive }
+
+// Final reports whether s is served, left or expired.
+func (s Status) Final() bool { return s == StatusServed || s == StatusLeft || s == StatusExpired }
+
+// Reason says why a session ended.
+type Reason string
+
+// The reasons a session ends, with the status each one gives.
+const (
+	ReasonLeft        Reason = "left"         // StatusLeft: the session left
+	ReasonRevoked     Reason = "revoked"      // StatusLeft: an operator ended it
+	ReasonServed      Reason = "served"       // StatusServed: advanced in a manual room
+	ReasonIdle        Reason = "idle"         // StatusExpired: active with no activity for active_timeout
+	ReasonMaxSession  Reason = "max_session"  // StatusExpired: active longer than max_session
+	ReasonNoPresence  Reason = "no_presence"  // StatusExpired: waiting with no presence for waiting_timeout
+	ReasonGone        Reason = "gone"         // StatusExpired: went away and did not come back within grace
+	ReasonRoomDeleted Reason = "room_deleted" // StatusExpired: the room was deleted with force
+)
+
+// Status returns the final status a session ending for reason r gets.
+func (r Reason) Status() Status {
+	switch r {
+	case ReasonLeft, ReasonRevoked:
+		return StatusLeft
+	case ReasonServed:
+		return StatusServed
+	}
+	return StatusExpired
+}
+
+// Session is one person's place in a room. Position and Ahead are set only
+// while waiting; Waiting, Active and Capacity are the room's totals when the
+// session was read.
+type Session struct {
+	ID     string
+	Room   string
+	Status Status
+	Ticket int64
+	// Key is the optional identity given by a trusted caller.
+	Key string
+	// Position is the 1-based rank among waiting sessions; 0 when not waiting.
+	Position int64
+	Waiting  int
+	Active   int
+	Capacity int
+	// ETA is the estimated wait; nil while there is no basis for one.
+	ETA        *ETA
+	JoinedAt   time.Time
+	AdmittedAt time.Time
+	EndedAt    time.Time
+	// EndReason says why a final session ended.
+	EndReason Reason
+}
+
+// Ahead is the number of waiting sessions ahead of this one.
+func (s Session) Ahead() int64 {
+	if s.Position > 0 {
+		return s.Position - 1
+	}
+	return 0
+}
+
+// ETA is an estimate, in whole seconds, of the time until admission.
+type ETA struct {
+	Seconds int64
+	Low     int64
+	High    int64
+}
+
+// TimeFormat is the layout of every time in the API: RFC 3339 in UTC with
+// milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON writes the API's Session object. It is written by hand because
+// it is on the hottest path of the server.
+func (s Session) MarshalJSON() ([]byte, error) {
+	return s.AppendJSON(make([]byte, 0, 384)), nil
+}
+
+// AppendJSON appends the JSON form of s to b.
+func (s Session) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, s.ID)
+	b = append(b, `,"room":`...)
+	b = strconv.AppendQuote(b, s.Room)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendQuote(b, string(s.Status))
+	b = append(b, `,"ticket":`...)
+	b = strconv.AppendInt(b, s.Ticket, 10)
+	if s.Key != "" {
+		b = append(b, `,"key":`...)
+		kb, _ := json.Marshal(s.Key) // escapes for HTML safety like every other string
+		b = append(b, kb...)
+	}
+	if s.Status == StatusWaiting && s.Position > 0 {
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, s.Position, 10)
+		b = append(b, `,"ahead":`...)
+		b = strconv.AppendInt(b, s.Ahead(), 10)
+	}
+	b = append(b, `,"waiting":`...)
+	b = strconv.AppendInt(b, int64(s.Waiting), 10)
+	b = append(b, `,"active":`...)
+	b = strconv.AppendInt(b, int64(s.Active), 10)
+	b = append(b, `,"capacity":`...)
+	b = strconv.AppendInt(b, int64(s.Capacity), 10)
+	if s.ETA != nil && s.Status == StatusWaiting {
+		b = append(b, `,"eta_seconds":`...)
+		b = strconv.AppendInt(b, s.ETA.Seconds, 10)
+		b = append(b, `,"eta_low_seconds":`...)
+		b = strconv.AppendInt(b, s.ETA.Low, 10)
+		b = append(b, `,"eta_high_seconds":`...)
+		b = strconv.AppendInt(b, s.ETA.High, 10)
+	}
+	b = appendTime(b, `,"joined_at":"`, s.JoinedAt)
+	b = appendTime(b, `,"admitted_at":"`, s.AdmittedAt)
+	b = appendTime(b, `,"ended_at":"`, s.EndedAt)
+	if s.EndReason != "" {
+		b = append(b, `,"end_reason":`...)
+		b = strconv.AppendQuote(b, string(s.EndReason))
+	}
+	return append(b, '}')
+}
+
+func appendTime(b []byte, prefix string, t time.Time) []byte {
+	if t.IsZero() {
+		return b
+	}
+	b = append(b, prefix...)
+	b = t.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"')
+}
+
+// sessionJSON is the wire form used for decoding.
+type sessionJSON struct {
+	ID         string     `json:"id"`
+	Room       string     `json:"room"`
+	Status     Status     `json:"status"`
+	Ticket     int64      `json:"ticket"`
+	Key        string     `json:"key,omitempty"`
+	Position   int64      `json:"position,omitempty"`
+	Ahead      *int64     `json:"ahead,omitempty"`
+	Waiting    int        `json:"waiting"`
+	Active     int        `json:"active"`
+	Capacity   int        `json:"capacity"`
+	ETA        *int64     `json:"eta_seconds,omitempty"`
+	ETALow     *int64     `json:"eta_low_seconds,omitempty"`
+	ETAHigh    *int64     `json:"eta_high_seconds,omitempty"`
+	JoinedAt   *time.Time `json:"joined_at,omitempty"`
+	AdmittedAt *time.Time `json:"admitted_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	EndReason  Reason     `json:"end_reason,omitempty"`
+}
+
+// UnmarshalJSON reads the API's Session object.
+func (s *Session) UnmarshalJSON(b []byte) error {
+	var w sessionJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Session{
+		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
+		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
+		EndReason: w.EndReason,
+	}
+	if w.ETA != nil {
+		s.ETA = &ETA{Seconds: *w.ETA}
+		if w.ETALow != nil {
+			s.ETA.Low = *w.ETALow
+		}
+		if w.ETAHigh != nil {
+			s.ETA.High = *w.ETAHigh
+		}
+	}
+	for _, p := range []struct {
+		dst *time.Time
+		src *time.Time
+	}{{&s.JoinedAt, w.JoinedAt}, {&s.AdmittedAt, w.AdmittedAt}, {&s.EndedAt, w.EndedAt}} {
+		if p.src != nil {
+			*p.dst = *p.src
+		}
+	}
+	return nil
+}
+
+// SessionID is a parsed session id: the session's ticket and 128 random bits.
+// Whoever holds the string form owns the session. The ticket is public (it is
+// in every Session); the secret is what makes the id unguessable, and stores
+// compare it in constant time.
+type SessionID struct {
+	Ticket int64
+	Secret [16]byte
+}
+
+// SessionIDLen is the length of a session id's string form.
+const SessionIDLen = 32
+
+// NewSessionID returns an id for ticket with a fresh random secret.
+func NewSessionID(ticket int64) SessionID {
+	id := SessionID{Ticket: ticket}
+	// crypto/rand.Read never returns an error on supported platforms.
+	_, _ = rand.Read(id.Secret[:])
+	return id
+}
+
+// String returns the URL-safe form: 32 characters of unpadded base64url
+// encoding the 8-byte big-endian ticket followed by the secret.
+func (id SessionID) String() string {
+	var raw [24]byte
+	binary.BigEndian.PutUint64(raw[:8], uint64(id.Ticket))
+	copy(raw[8:], id.Secret[:])
+	return base64.RawURLEncoding.EncodeToString(raw[:])
+}
+
+// Matches reports in constant time whether secret equals id's secret.
+func (id SessionID) Matches(secret [16]byte) bool {
+	return subtle.ConstantTimeCompare(id.Secret[:], secret[:]) == 1
+}
+
+// ParseSessionID parses the string form of a session id. Anything that cannot
+// have been issued is a CodeInvalidSessionID error.
+func ParseSessionID(s string) (SessionID, error) {
+	var id SessionID
+	if len(s) != SessionIDLen {
+		return id, errBadID
+	}
+	var raw [24]byte
+	n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(s))
+	if err != nil || n != len(raw) {
+		return id, errBadID
+	}
+	t := binary.BigEndian.Uint64(raw[:8])
+	if t == 0 || t > 1<<62 {
+		return id, errBadID
+	}
+	id.Ticket = int64(t)
+	copy(id.Secret[:], raw[8:])
+	return id, nil
+}
+
+var errBadID = &Error{Code: CodeInvalidSessionID, Message: "That is not a session id this server issues."}

@@ -1,0 +1,188 @@
+package waitroom
+
+import (
+	"context"
+	"time"
+)
+
+// Store holds every room's state. Each method is one atomic operation on one
+// room: concurrent calls, from any number of goroutines or (for shared
+// backends) processes, behave as if they ran one at a time, and the
+// invariants hold after each:
+//
+//  1. automatic admission never makes Active exceed Capacity (Advance may);
+//  2. FIFO: no waiting session is admitted while one with a smaller ticket waits;
+//  3. a key has at most one live session per room;
+//  4. a change is durable (as the backend documents) before the method returns;
+//  5. a slot freed by Leave goes to the next in line within that same call.
+//
+// Time is passed in as now; stores never read the clock, so tests control
+// time. Calls for one room should pass non-decreasing times; a store treats an
+// earlier now as equal to the latest it has seen for that room.
+//
+// Errors are *Error values: CodeRoomNotFound, CodeSessionNotFound,
+// CodeInvalidSessionID and the others named on each method, or
+// CodeUnavailable when the backend fails. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// PutRoom creates room name with cfg, or replaces its configuration.
+	// created says which. cfg must be valid (CodeInvalidConfig otherwise). A
+	// larger capacity, or unpausing, admits waiting sessions at once.
+	PutRoom(ctx context.Context, name string, cfg RoomConfig, now time.Time) (room Room, created bool, err error)
+
+	// Room returns a room's configuration and counts.
+	Room(ctx context.Context, name string) (Room, error)
+
+	// Rooms lists every room, ordered by name.
+	Rooms(ctx context.Context) ([]Room, error)
+
+	// DeleteRoom deletes a room and its history. With live sessions it fails
+	// with CodeRoomNotEmpty unless force is set; with force, live sessions
+	// end with ReasonRoomDeleted.
+	DeleteRoom(ctx context.Context, name string, force bool, now time.Time) error
+
+	// Join issues a new session with the room's next ticket. In an auto room
+	// that is not paused it is active at once if a slot is free (and the
+	// rate allows) and nobody waits; otherwise it waits at the back. When
+	// key is not empty and already holds a live session, Join fails with
+	// CodeAlreadyJoined and the error's Session is that live session.
+	Join(ctx context.Context, room string, key string, now time.Time) (Session, error)
+
+	// Session reads a session and counts as presence: it refreshes a
+	// waiting session's last-seen time and ends an away period. It does not
+	// refresh an active session's activity (Heartbeat does). A session that
+	// ended is returned with its final status while it is in the history.
+	Session(ctx context.Context, room, id string, now time.Time) (Session, error)
+
+	// Heartbeat is presence and activity: like Session, and it also
+	// refreshes an active session's last-active time.
+	Heartbeat(ctx context.Context, room, id string, now time.Time) (Session, error)
+
+	// Away starts the grace period: the session keeps its place or slot
+	// until now+Grace, and expires then unless Session or Heartbeat is
+	// called first. Away on an ended session does nothing.
+	Away(ctx context.Context, room, id string, now time.Time) error
+
+	// Leave ends a live session with reason (ReasonLeft or ReasonRevoked) and
+	// hands a freed slot to the next in line within the same call. On a
+	// session that already ended it returns the session unchanged.
+	Leave(ctx context.Context, room, id string, reason Reason, now time.Time) (Session, error)
+
+	// Advance moves the next n waiting sessions, in ticket order, to served
+	// (manual rooms) or active (auto rooms, ignoring capacity and pause). It
+	// fails with CodeQueueEmpty when nobody waits; with fewer than n waiting
+	// it advances those there are.
+	Advance(ctx context.Context, room string, n int, now time.Time) ([]Session, error)
+
+	// Sweep expires the room's sessions whose deadlines are at or before
+	// now and admits waiting sessions into freed slots. Its work is
+	// proportional to what is due, not to the room's size.
+	Sweep(ctx context.Context, room string, now time.Time) (SweepResult, error)
+
+	// Waiting lists waiting sessions in admission order with their
+	// positions, starting after the cursor page.After ("" for the start).
+	// next is the cursor for the following page, "" at the end.
+	Waiting(ctx context.Context, room string, page Page) (sessions []Session, next string, err error)
+
+	// History lists ended sessions, newest first, optionally only those with
+	// status, paged like Waiting.
+	History(ctx context.Context, room string, status Status, page Page) (sessions []Session, next string, err error)
+
+	// Sessions reads many sessions of one room in one call without counting
+	// as presence, for pushing updates. The result is aligned with ids; an
+	// id that is malformed or unknown gives a zero Session (empty ID).
+	Sessions(ctx context.Context, room string, ids []string) ([]Session, error)
+
+	// Subscribe calls fn with every event of this store, after the change
+	// is durable, until cancel is called. fn runs on the goroutine that made
+	// the change and must not block or call back into the store.
+	Subscribe(fn func(Event)) (cancel func())
+
+	// Ping reports whether the backend is reachable (CodeUnavailable if not).
+	Ping(ctx context.Context) error
+
+	// Close releases the store's resources. Calls after Close fail.
+	Close() error
+}
+
+// Page selects one page of a listing.
+type Page struct {
+	// After is the cursor returned with the previous page; "" for the first.
+	After string
+	// Limit is the most items to return; 0 or less means DefaultPageLimit.
+	Limit int
+}
+
+// Paging limits.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// Size returns the page size Limit asks for, clamped to [1, MaxPageLimit].
+func (p Page) Size() int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultPageLimit
+	case p.Limit > MaxPageLimit:
+		return MaxPageLimit
+	}
+	return p.Limit
+}
+
+// MaxAdvance is the most sessions one Advance call moves.
+const MaxAdvance = 10_000
+
+// SweepResult says what a Sweep did.
+type SweepResult struct {
+	Expired  int
+	Admitted int
+	// Next is the earliest time at which the room may have something due
+	// again; zero when nothing is scheduled.
+	Next time.Time
+}
+
+// EventKind says what kind of change an Event records.
+type EventKind string
+
+// The event kinds.
+const (
+	EventSessions EventKind = "sessions" // sessions changed status
+	EventConfig   EventKind = "config"   // a room was created or reconfigured
+	EventDeleted  EventKind = "deleted"  // a room was deleted
+)
+
+// Event records what one operation changed in one room.
+type Event struct {
+	Room string
+	Kind EventKind
+	At   time.Time
+	// Changes lists the status changes, in the order they happened.
+	Changes []Change
+	// Config is the room's configuration after a config event.
+	Config *RoomConfig
+	// Waiting and Active are the room's totals after the change.
+	Waiting, Active int
+	// LastTicket is the room's highest ticket after the change.
+	LastTicket int64
+	// Remote is set on events that another process made (shared backends).
+	Remote bool
+}
+
+// Change is one session's status change. Session holds the state after it
+// (without position); From is the status before ("" for a new session).
+type Change struct {
+	Session Session
+	From    Status
+}
+
+// Clock tells the time. Servers use SystemClock; tests pass their own.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
