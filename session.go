@@ -252,7 +252,7 @@ func ParseSessionID(s string) (SessionID, error) {
 		return id, errBadID
 	}
 	var raw [24]byte
-	n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(s))
+	n, err := strictB64.Decode(raw[:], []byte(s))
 	if err != nil || n != len(raw) {
 		return id, errBadID
 	}
@@ -264,5 +264,8 @@ func ParseSessionID(s string) (SessionID, error) {
 	copy(id.Secret[:], raw[8:])
 	return id, nil
 }
+
+// strictB64 is built once: Strict returns a copy of the whole encoding.
+var strictB64 = base64.RawURLEncoding.Strict()
 
 var errBadID = &Error{Code: CodeInvalidSessionID, Message: "That is not a session id this server issues."}

@@ -1,0 +1,89 @@
+package memstore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Restore loads one room's durable state into an empty store, for a durable
+// backend recovering on start. live holds the room's waiting and active
+// sessions (any order). Presence and activity timers restart at now: who was
+// present before the restart gets a full timeout to show up again. Restore
+// records nothing in the journal; call it before the store serves.
+func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, live []waitroom.Session, now time.Time) error {
+	if err := waitroom.CheckRoomName(name); err != nil {
+		return fmt.Errorf("restore room %q: %w", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("restore room %q: %w", name, err)
+	}
+	live = slices.Clone(live)
+	slices.SortFunc(live, func(a, b waitroom.Session) int { return int(min(max(a.Ticket-b.Ticket, -1), 1)) })
+	for _, x := range live {
+		lastTicket = max(lastTicket, x.Ticket)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rooms[name] != nil {
+		return fmt.Errorf("restore room %q: it is already loaded", name)
+	}
+	r := newRoom(name, cfg, lastTicket, s.keepHistory)
+	t := r.clock(now)
+	r.fillBucket()
+	for _, x := range live {
+		id, err := waitroom.ParseSessionID(x.ID)
+		if err != nil || id.Ticket != x.Ticket {
+			return fmt.Errorf("restore room %q: session %d has a bad id", name, x.Ticket)
+		}
+		p := rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: t}
+		switch x.Status {
+		case waitroom.StatusWaiting:
+			if r.nWaiting == 0 {
+				r.base = x.Ticket
+			}
+			for r.base+int64(len(r.wait)) < x.Ticket {
+				r.wait = append(r.wait, rec{})
+				r.ranks.push(false)
+			}
+			p.status = stWaiting
+			r.wait = append(r.wait, p)
+			r.ranks.push(true)
+			r.nWaiting++
+			q := &r.wait[len(r.wait)-1]
+			r.addKey(x.Ticket, q, x.Key)
+		case waitroom.StatusActive:
+			p.status = stActive
+			p.admitted = ms(x.AdmittedAt)
+			a := new(rec)
+			*a = p
+			r.active[x.Ticket] = a
+			r.addKey(x.Ticket, a, x.Key)
+		default:
+			return fmt.Errorf("restore room %q: session %d has status %q, want waiting or active", name, x.Ticket, x.Status)
+		}
+	}
+	if r.nWaiting == 0 {
+		r.base = lastTicket + 1
+	}
+	for i := range r.wait {
+		if p := &r.wait[i]; p.status == stWaiting {
+			r.schedule(r.base+int64(i), p)
+		}
+	}
+	for t, p := range r.active {
+		r.schedule(t, p)
+	}
+	s.rooms[name] = r
+	return nil
+}
+
+// RestoreTicket records the last ticket of a deleted room, so a room created
+// again under its name never reuses a ticket.
+func (s *Store) RestoreTicket(name string, lastTicket int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tickets[name] = max(s.tickets[name], lastTicket)
+}

@@ -1,0 +1,494 @@
+package memstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Session states inside the engine. A zero state marks an empty slot of the
+// waiting array (a ticket that was admitted or ended).
+const (
+	stNone uint8 = iota
+	stWaiting
+	stActive
+)
+
+// rec is a live session. It is kept small: a million waiting sessions live in
+// one array of recs indexed by ticket, with no map and no pointer per session.
+// Times are unix milliseconds; 0 means unset.
+type rec struct {
+	secret   [16]byte
+	joined   int64
+	admitted int64
+	touch    int64 // last seen (waiting) or last active (active)
+	away     int64 // away until; 0 when present
+	sched    int64 // the time of this session's live heap entry; 0 when none
+	status   uint8
+	hasKey   bool
+}
+
+// room is one room's state machine. Every method expects mu to be held.
+type room struct {
+	mu   sync.Mutex
+	name string
+	cfg  waitroom.RoomConfig
+	gone bool // deleted; every operation answers room_not_found
+
+	lastTicket int64
+	lastNow    int64
+
+	// Waiting sessions: wait[i] holds ticket base+i. Slots of tickets that
+	// are no longer waiting are empty. head is the first slot that may
+	// hold a waiting session. When nobody waits the array is empty and
+	// base is the next ticket.
+	base     int64
+	wait     []rec
+	head     int
+	ranks    ranks
+	nWaiting int
+
+	active map[int64]*rec
+	keys   map[string]int64 // key → ticket of its live session
+	keyOf  map[int64]string // ticket → key, for keyed live sessions
+
+	heap deadlines
+
+	// Token bucket for rate_per_minute, in units where one token is
+	// 60,000 (ms per minute) and each millisecond adds R units: exact
+	// integer arithmetic, so every backend and the model agree.
+	units   int64
+	unitsAt int64
+
+	hist *history // nil when an Archive keeps the history
+
+	// pending waits for the journal to make this room's latest change
+	// durable; readers wait on it so they never report undurable state.
+	pending func() error
+
+	// ev collects the current operation's changes when events are wanted.
+	ev *waitroom.Event
+}
+
+func newRoom(name string, cfg waitroom.RoomConfig, lastTicket int64, keepHistory int) *room {
+	r := &room{
+		name:       name,
+		cfg:        cfg,
+		lastTicket: lastTicket,
+		base:       lastTicket + 1,
+		active:     make(map[int64]*rec),
+		keys:       make(map[string]int64),
+		keyOf:      make(map[int64]string),
+	}
+	if keepHistory > 0 {
+		r.hist = newHistory(keepHistory)
+	}
+	r.fillBucket()
+	return r
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func tm(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// clock returns now as milliseconds, never earlier than the room has seen.
+func (r *room) clock(now time.Time) int64 {
+	v := ms(now)
+	if v < r.lastNow {
+		return r.lastNow
+	}
+	r.lastNow = v
+	return v
+}
+
+// lookup returns the live session with ticket t, or nil.
+func (r *room) lookup(t int64) *rec {
+	if i := t - r.base; i >= 0 && i < int64(len(r.wait)) {
+		if p := &r.wait[i]; p.status == stWaiting {
+			return p
+		}
+	}
+	return r.active[t]
+}
+
+// position returns the 1-based rank of the waiting session with ticket t.
+func (r *room) position(t int64) int64 {
+	return r.ranks.rank(int(t - r.base))
+}
+
+// deadline returns when p is due and why; 0 when it has no deadline.
+func (r *room) deadline(p *rec) (int64, waitroom.Reason) {
+	var at int64
+	var why waitroom.Reason
+	consider := func(d int64, reason waitroom.Reason) {
+		if d != 0 && (at == 0 || d < at) {
+			at, why = d, reason
+		}
+	}
+	if p.status == stWaiting {
+		if wt := r.cfg.WaitingTimeout.D().Milliseconds(); wt > 0 {
+			consider(p.touch+wt, waitroom.ReasonNoPresence)
+		}
+	} else {
+		if ms := r.cfg.MaxSession.D().Milliseconds(); ms > 0 {
+			consider(p.admitted+ms, waitroom.ReasonMaxSession)
+		}
+		if it := r.cfg.ActiveTimeout.D().Milliseconds(); it > 0 {
+			consider(p.touch+it, waitroom.ReasonIdle)
+		}
+	}
+	consider(p.away, waitroom.ReasonGone)
+	return at, why
+}
+
+// schedule makes sure p's heap entry is no later than its deadline. Later
+// deadlines are left to the lazy check when the entry comes due.
+func (r *room) schedule(t int64, p *rec) {
+	d, _ := r.deadline(p)
+	if d == 0 {
+		return
+	}
+	if p.sched == 0 || d < p.sched {
+		p.sched = d
+		r.heap.push(deadline{at: d, ticket: t})
+	}
+}
+
+// settle expires everything due at now, then admits into free slots.
+func (r *room) settle(now int64) (expired, admitted int) {
+	for len(r.heap) > 0 && r.heap[0].at <= now {
+		e := r.heap.pop()
+		p := r.lookup(e.ticket)
+		if p == nil || p.sched != e.at {
+			continue // stale entry
+		}
+		d, why := r.deadline(p)
+		switch {
+		case d == 0:
+			p.sched = 0
+		case d > now:
+			p.sched = d
+			r.heap.push(deadline{at: d, ticket: e.ticket})
+		default:
+			r.end(e.ticket, p, why, now)
+			expired++
+		}
+	}
+	return expired, r.admit(now)
+}
+
+// refill brings the token bucket up to now.
+func (r *room) refill(now int64) {
+	rate := int64(r.cfg.RatePerMinute)
+	if rate == 0 {
+		return
+	}
+	full := burst(rate) * 60_000
+	if elapsed := now - r.unitsAt; elapsed > 0 {
+		if elapsed >= full/rate+1 {
+			r.units = full
+		} else {
+			r.units = min(full, r.units+elapsed*rate)
+		}
+	}
+	r.unitsAt = now
+}
+
+// burst is the bucket size in tokens: one second's worth, at least one.
+func burst(rate int64) int64 { return max(1, (rate+59)/60) }
+
+func (r *room) fillBucket() {
+	r.units = burst(int64(r.cfg.RatePerMinute)) * 60_000
+	r.unitsAt = r.lastNow
+}
+
+// takeToken reports whether the rate allows one admission now, taking it.
+func (r *room) takeToken(now int64) bool {
+	if r.cfg.RatePerMinute == 0 {
+		return true
+	}
+	r.refill(now)
+	if r.units < 60_000 {
+		return false
+	}
+	r.units -= 60_000
+	return true
+}
+
+// canAdmit reports whether automatic admission is open at all.
+func (r *room) canAdmit() bool {
+	return r.cfg.Mode == waitroom.ModeAuto && !r.cfg.Paused && len(r.active) < r.cfg.Capacity
+}
+
+// admit moves the head of the line into free slots.
+func (r *room) admit(now int64) int {
+	n := 0
+	for r.nWaiting > 0 && r.canAdmit() && r.takeToken(now) {
+		t := r.base + int64(r.head)
+		r.activate(t, &r.wait[r.head], now)
+		n++
+	}
+	return n
+}
+
+// activate makes waiting session t (at p, a slot of the array) active.
+func (r *room) activate(t int64, p *rec, now int64) {
+	a := new(rec)
+	*a = *p
+	a.status = stActive
+	a.admitted = now
+	a.touch = now
+	a.sched = 0
+	r.unwait(t, p)
+	r.active[t] = a
+	r.schedule(t, a)
+	r.record(t, a, waitroom.StatusWaiting)
+}
+
+// unwait empties waiting slot p of ticket t and keeps head, counts and the
+// array tidy.
+func (r *room) unwait(t int64, p *rec) {
+	i := int(t - r.base)
+	*p = rec{}
+	r.ranks.set(i, false)
+	r.nWaiting--
+	if r.nWaiting == 0 {
+		r.resetWaiting()
+		return
+	}
+	for r.wait[r.head].status != stWaiting {
+		r.head++
+	}
+	// Drop the empty prefix once it is most of the array, so memory
+	// follows the line and not every ticket ever issued.
+	if r.head >= 4096 && r.head*2 >= len(r.wait) {
+		r.compact()
+	}
+}
+
+func (r *room) resetWaiting() {
+	if cap(r.wait) > 4096 {
+		r.wait, r.ranks = nil, ranks{}
+	} else {
+		r.wait = r.wait[:0]
+		r.ranks = ranks{words: r.ranks.words[:0], tree: r.ranks.tree[:0]}
+	}
+	r.head = 0
+	r.base = r.lastTicket + 1
+}
+
+func (r *room) compact() {
+	rest := make([]rec, len(r.wait)-r.head, (len(r.wait)-r.head)*5/4+16)
+	copy(rest, r.wait[r.head:])
+	r.base += int64(r.head)
+	r.wait = rest
+	r.head = 0
+	r.ranks = buildRanks(len(rest), func(i int) bool { return rest[i].status == stWaiting })
+}
+
+// end finishes live session t for reason and returns its final Session. It
+// hands nothing on by itself: callers settle afterwards.
+func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Session {
+	from := waitroom.StatusWaiting
+	ended := *p
+	if p.status == stActive {
+		from = waitroom.StatusActive
+		delete(r.active, t)
+	} else {
+		r.unwait(t, p)
+	}
+	var key string
+	if ended.hasKey {
+		key = r.keyOf[t]
+		delete(r.keyOf, t)
+		delete(r.keys, key)
+	}
+	s := r.final(t, &ended, key, why, now)
+	if r.hist != nil {
+		r.hist.add(s)
+	}
+	if r.ev != nil {
+		r.ev.Changes = append(r.ev.Changes, waitroom.Change{Session: s, From: from})
+	}
+	return s
+}
+
+// final builds the Session of a session that ended.
+func (r *room) final(t int64, p *rec, key string, why waitroom.Reason, now int64) waitroom.Session {
+	return waitroom.Session{
+		ID:         waitroom.SessionID{Ticket: t, Secret: p.secret}.String(),
+		Room:       r.name,
+		Status:     why.Status(),
+		Ticket:     t,
+		Key:        key,
+		JoinedAt:   tm(p.joined),
+		AdmittedAt: tm(p.admitted),
+		EndedAt:    tm(now),
+		EndReason:  why,
+	}
+}
+
+// record adds a change to the current event, if events are wanted.
+func (r *room) record(t int64, p *rec, from waitroom.Status) {
+	if r.ev == nil {
+		return
+	}
+	r.ev.Changes = append(r.ev.Changes, waitroom.Change{Session: r.view(t, p, false), From: from})
+}
+
+// view builds the Session of live session t; with pos, its position too.
+func (r *room) view(t int64, p *rec, pos bool) waitroom.Session {
+	return r.viewID(waitroom.SessionID{Ticket: t, Secret: p.secret}.String(), t, p, pos)
+}
+
+// viewID is view for a caller that already holds the id's string form.
+func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
+	s := waitroom.Session{
+		ID:         id,
+		Room:       r.name,
+		Ticket:     t,
+		JoinedAt:   tm(p.joined),
+		AdmittedAt: tm(p.admitted),
+	}
+	if p.hasKey {
+		s.Key = r.keyOf[t]
+	}
+	if p.status == stWaiting {
+		s.Status = waitroom.StatusWaiting
+		if pos {
+			s.Position = r.position(t)
+		}
+	} else {
+		s.Status = waitroom.StatusActive
+	}
+	r.totals(&s)
+	return s
+}
+
+func (r *room) totals(s *waitroom.Session) {
+	s.Waiting = r.nWaiting
+	s.Active = len(r.active)
+	s.Capacity = r.cfg.Capacity
+}
+
+// join issues the next ticket.
+func (r *room) join(key string, now int64) (int64, *rec) {
+	r.lastTicket++
+	t := r.lastTicket
+	id := waitroom.NewSessionID(t)
+	if r.nWaiting == 0 && r.canAdmit() && r.takeToken(now) {
+		a := &rec{secret: id.Secret, joined: now, admitted: now, touch: now, status: stActive}
+		r.active[t] = a
+		r.base = t + 1 // nobody waits: the array stays empty
+		r.addKey(t, a, key)
+		r.schedule(t, a)
+		r.record(t, a, "")
+		return t, a
+	}
+	for r.base+int64(len(r.wait)) < t {
+		// Tickets that never waited here (restored state) keep their slots.
+		r.wait = append(r.wait, rec{})
+		r.ranks.push(false)
+	}
+	r.wait = append(r.wait, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting})
+	r.ranks.push(true)
+	r.nWaiting++
+	p := &r.wait[len(r.wait)-1]
+	r.addKey(t, p, key)
+	r.schedule(t, p)
+	r.record(t, p, "")
+	return t, p
+}
+
+func (r *room) addKey(t int64, p *rec, key string) {
+	if key == "" {
+		return
+	}
+	p.hasKey = true
+	r.keys[key] = t
+	r.keyOf[t] = key
+}
+
+// touch records presence (and, with activity, activity) for p.
+func (r *room) touch(t int64, p *rec, activity bool, now int64) {
+	if p.status == stWaiting || activity {
+		p.touch = now
+	}
+	p.away = 0
+	if p.sched == 0 {
+		r.schedule(t, p)
+	}
+}
+
+// goAway starts p's grace period.
+func (r *room) goAway(t int64, p *rec, now int64) {
+	p.away = now + r.cfg.Grace.D().Milliseconds()
+	if p.away == 0 {
+		p.away = 1 // now is the epoch: keep "away" distinguishable from unset
+	}
+	r.schedule(t, p)
+}
+
+// advance moves up to n of the line on; it returns their Sessions.
+func (r *room) advance(n int, now int64) []waitroom.Session {
+	out := make([]waitroom.Session, 0, min(n, r.nWaiting))
+	for len(out) < n && r.nWaiting > 0 {
+		t := r.base + int64(r.head)
+		p := &r.wait[r.head]
+		if r.cfg.Mode == waitroom.ModeManual {
+			out = append(out, r.end(t, p, waitroom.ReasonServed, now))
+			continue
+		}
+		r.activate(t, p, now)
+		out = append(out, r.view(t, r.active[t], false))
+	}
+	return out
+}
+
+// reconfigure replaces the configuration and re-plans deadlines.
+func (r *room) reconfigure(cfg waitroom.RoomConfig) {
+	old := r.cfg
+	r.cfg = cfg
+	r.fillBucket()
+	if old.ActiveTimeout == cfg.ActiveTimeout && old.MaxSession == cfg.MaxSession &&
+		old.WaitingTimeout == cfg.WaitingTimeout && old.Grace == cfg.Grace {
+		return
+	}
+	// Timeouts changed: deadlines may now be earlier than scheduled. This
+	// is O(n log n), and configuration changes are rare.
+	for i := r.head; i < len(r.wait); i++ {
+		if p := &r.wait[i]; p.status == stWaiting {
+			p.sched = 0
+			r.schedule(r.base+int64(i), p)
+		}
+	}
+	for t, p := range r.active {
+		p.sched = 0
+		r.schedule(t, p)
+	}
+}
+
+// next returns the earliest time something may be due, 0 for none.
+func (r *room) next() int64 {
+	var at int64
+	if len(r.heap) > 0 {
+		at = r.heap[0].at
+	}
+	if rate := int64(r.cfg.RatePerMinute); rate > 0 && r.nWaiting > 0 && r.canAdmit() && r.units < 60_000 {
+		t := r.unitsAt + (60_000-r.units+rate-1)/rate
+		if at == 0 || t < at {
+			at = t
+		}
+	}
+	return at
+}
+
+func (r *room) info() waitroom.Room {
+	return waitroom.Room{Name: r.name, RoomConfig: r.cfg, Waiting: r.nWaiting, Active: len(r.active), LastTicket: r.lastTicket}
+}

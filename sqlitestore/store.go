@@ -1,0 +1,348 @@
+// Package sqlitestore is waitroom's embedded default store: the memstore
+// state machine made durable in one SQLite file.
+//
+// Every change is committed to SQLite before its answer goes out. One writer
+// goroutine takes every change queued while the previous commit ran and
+// writes them in one transaction (group commit), so a commit's cost is shared
+// by all the callers waiting on it. On start the rooms, ticket counters and
+// live sessions are read back and the in-memory state is rebuilt; presence
+// and activity timers restart then. History stays in SQLite and is read from
+// there.
+//
+// Durability: by default the database runs in WAL mode with
+// synchronous=FULL, so an acknowledged change survives kill -9 and power
+// loss. WithSynchronous("NORMAL") keeps kill -9 safety but may lose the last
+// commits on power loss, for more throughput on slow disks.
+package sqlitestore
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/memstore"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is the durable waitroom.Store. It is safe for concurrent use.
+type Store struct {
+	*memstore.Store
+	wdb, rdb *sql.DB
+	w        *writer
+	lock     *os.File
+	once     sync.Once
+	closeErr error
+}
+
+var _ waitroom.Store = (*Store)(nil)
+
+type options struct {
+	sync  string
+	clock waitroom.Clock
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithSynchronous sets SQLite's synchronous pragma: "FULL" (default) or
+// "NORMAL" (see the package documentation).
+func WithSynchronous(mode string) Option { return func(o *options) { o.sync = strings.ToUpper(mode) } }
+
+// WithClock sets the clock read once at Open, to restart the timers of
+// restored sessions.
+func WithClock(c waitroom.Clock) Option { return func(o *options) { o.clock = c } }
+
+// Open opens (creating if needed) the database at path, takes an exclusive
+// lock on it (path + ".lock") and restores the state it holds.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{sync: "FULL", clock: waitroom.SystemClock{}}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.sync != "FULL" && o.sync != "NORMAL" {
+		return nil, fmt.Errorf("sqlitestore: synchronous must be FULL or NORMAL, not %q", o.sync)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlitestore: create data folder: %w", err)
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s := &Store{lock: lock}
+	if err := s.open(ctx, path, o); err != nil {
+		s.release()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func dsn(path string, pragmas ...string) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+func (s *Store) open(ctx context.Context, path string, o options) error {
+	var err error
+	s.wdb, err = sql.Open("sqlite", dsn(path, "journal_mode(WAL)", "synchronous("+o.sync+")", "busy_timeout(10000)", "foreign_keys(OFF)"))
+	if err != nil {
+		return err
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetConnMaxIdleTime(0)
+	if _, err := s.wdb.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	s.rdb, err = sql.Open("sqlite", dsn(path, "busy_timeout(10000)", "query_only(1)"))
+	if err != nil {
+		return err
+	}
+	s.rdb.SetMaxOpenConns(4)
+	mem := memstore.New(memstore.WithArchive(archive{s.rdb}))
+	if err := load(ctx, s.wdb, mem, o.clock.Now()); err != nil {
+		return err
+	}
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	s.w, err = newWriter(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	// The journal is attached after loading: restoring writes nothing.
+	memstore.WithJournal(s.w)(mem)
+	s.Store = mem
+	return nil
+}
+
+// load rebuilds the in-memory state from the database.
+func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) error {
+	last := map[string]int64{}
+	rows, err := db.QueryContext(ctx, `SELECT room, last FROM tickets`)
+	if err != nil {
+		return fmt.Errorf("read tickets: %w", err)
+	}
+	for rows.Next() {
+		var room string
+		var t int64
+		if err := rows.Scan(&room, &t); err != nil {
+			rows.Close()
+			return fmt.Errorf("read tickets: %w", err)
+		}
+		last[room] = t
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read tickets: %w", err)
+	}
+	type roomRow struct {
+		name string
+		cfg  waitroom.RoomConfig
+	}
+	var rooms []roomRow
+	rows, err = db.QueryContext(ctx, `SELECT name, config FROM rooms`)
+	if err != nil {
+		return fmt.Errorf("read rooms: %w", err)
+	}
+	for rows.Next() {
+		var r roomRow
+		var cfg string
+		if err := rows.Scan(&r.name, &cfg); err != nil {
+			rows.Close()
+			return fmt.Errorf("read rooms: %w", err)
+		}
+		r.cfg = waitroom.DefaultConfig()
+		if err := json.Unmarshal([]byte(cfg), &r.cfg); err != nil {
+			rows.Close()
+			return fmt.Errorf("room %q has an unreadable config: %w", r.name, err)
+		}
+		rooms = append(rooms, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read rooms: %w", err)
+	}
+	for _, r := range rooms {
+		live, err := liveSessions(ctx, db, r.name)
+		if err != nil {
+			return err
+		}
+		var maxHist sql.NullInt64
+		if err := db.QueryRowContext(ctx, `SELECT max(ticket) FROM history WHERE room = ?`, r.name).Scan(&maxHist); err != nil {
+			return fmt.Errorf("read history of room %q: %w", r.name, err)
+		}
+		if err := mem.Restore(r.name, r.cfg, max(last[r.name], maxHist.Int64), live, now); err != nil {
+			return err
+		}
+		delete(last, r.name)
+	}
+	for room, t := range last {
+		mem.RestoreTicket(room, t)
+	}
+	return nil
+}
+
+func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Session, error) {
+	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at FROM sessions WHERE room = ? ORDER BY ticket`, room)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
+	}
+	defer rows.Close()
+	var out []waitroom.Session
+	for rows.Next() {
+		var x waitroom.Session
+		var key sql.NullString
+		var joined int64
+		var admitted sql.NullInt64
+		var status string
+		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted); err != nil {
+			return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
+		}
+		x.Room, x.Key, x.Status = room, key.String, waitroom.Status(status)
+		x.JoinedAt = time.UnixMilli(joined).UTC()
+		if admitted.Valid {
+			x.AdmittedAt = time.UnixMilli(admitted.Int64).UTC()
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
+	}
+	return out, nil
+}
+
+// Ping implements waitroom.Store: the store is usable and the file readable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.Store.Ping(ctx); err != nil {
+		return err
+	}
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return waitroom.Unavailable(err, "ping database")
+	}
+	return nil
+}
+
+// Close implements waitroom.Store: it refuses new operations, commits what
+// is queued, closes the database and releases the lock.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.Store.Close()
+		s.w.close()
+		s.closeErr = errors.Join(s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
+		s.release()
+	})
+	return s.closeErr
+}
+
+func (s *Store) release() {
+	if s.wdb != nil && s.w == nil {
+		s.wdb.Close()
+	}
+	if s.rdb != nil && s.w == nil {
+		s.rdb.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// archive reads ended sessions from the history table.
+type archive struct{ db *sql.DB }
+
+const historyColumns = `ticket, id, key, status, reason, joined_at, admitted_at, ended_at, seq`
+
+func scanHistory(room string, sc interface{ Scan(...any) error }) (waitroom.Session, int64, error) {
+	var x waitroom.Session
+	var key sql.NullString
+	var status, reason string
+	var joined, ended, seq int64
+	var admitted sql.NullInt64
+	if err := sc.Scan(&x.Ticket, &x.ID, &key, &status, &reason, &joined, &admitted, &ended, &seq); err != nil {
+		return x, 0, err
+	}
+	x.Room, x.Key, x.Status, x.EndReason = room, key.String, waitroom.Status(status), waitroom.Reason(reason)
+	x.JoinedAt = time.UnixMilli(joined).UTC()
+	x.EndedAt = time.UnixMilli(ended).UTC()
+	if admitted.Valid {
+		x.AdmittedAt = time.UnixMilli(admitted.Int64).UTC()
+	}
+	return x, seq, nil
+}
+
+// Find implements memstore.Archive.
+func (a archive) Find(ctx context.Context, room string, id waitroom.SessionID) (waitroom.Session, bool, error) {
+	row := a.db.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM history WHERE room = ? AND ticket = ? ORDER BY seq DESC LIMIT 1`, room, id.Ticket)
+	x, _, err := scanHistory(room, row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return waitroom.Session{}, false, nil
+	}
+	if err != nil {
+		return waitroom.Session{}, false, fmt.Errorf("find ended session: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(x.ID), []byte(id.String())) != 1 {
+		return waitroom.Session{}, false, nil
+	}
+	return x, true, nil
+}
+
+// List implements memstore.Archive.
+func (a archive) List(ctx context.Context, room string, status waitroom.Status, page waitroom.Page) ([]waitroom.Session, string, error) {
+	q := `SELECT ` + historyColumns + ` FROM history WHERE room = ?`
+	args := []any{room}
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(status))
+	}
+	if page.After != "" {
+		c, err := strconv.ParseInt(page.After, 10, 64)
+		if err != nil || c < 1 {
+			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "The cursor %q is not one this server returned.", page.After)
+		}
+		q += ` AND seq < ?`
+		args = append(args, c)
+	}
+	size := page.Size()
+	q += ` ORDER BY seq DESC LIMIT ?`
+	args = append(args, size+1)
+	rows, err := a.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list history: %w", err)
+	}
+	defer rows.Close()
+	out := make([]waitroom.Session, 0, min(size, 64))
+	var seqs []int64
+	for rows.Next() {
+		x, seq, err := scanHistory(room, rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list history: %w", err)
+		}
+		out = append(out, x)
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list history: %w", err)
+	}
+	next := ""
+	if len(out) > size {
+		out = out[:size]
+		next = strconv.FormatInt(seqs[size-1], 10)
+	}
+	return out, next, nil
+}
