@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/waitroom/waitroom"
+)
+
+// maxBody is the largest request body read, 1 MiB.
+const maxBody = 1 << 20
+
+// readBody reads the whole body, refusing more than maxBody bytes with
+// CodeBodyTooLarge.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, waitroom.Errorf(waitroom.CodeBodyTooLarge, "The body is larger than %d bytes.", maxBody)
+		}
+		return nil, &waitroom.Error{Code: waitroom.CodeInvalidRequest, Message: "The body could not be read.", Err: err}
+	}
+	return b, nil
+}
+
+// innermost unwraps w to the server's own writer. MaxBytesReader tells that
+// writer (by a type assertion that does not unwrap) to close the connection
+// after an oversized body instead of reading the rest of it.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// discardBody reads and drops at most maxBody bytes, for endpoints that
+// accept any body (sendBeacon) but have no use for it. Reading it lets the
+// connection be reused.
+func discardBody(r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
+}
+
+// decodeOptional decodes a body that may be absent: an empty or blank body
+// leaves v as it is.
+func decodeOptional(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return waitroom.DecodeJSON(body, v)
+}
+
+// roomName returns the {room} path value, checked.
+func roomName(r *http.Request) (string, error) {
+	name := r.PathValue("room")
+	if err := waitroom.CheckRoomName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// pageParams reads limit (1..MaxPageLimit, default DefaultPageLimit) and
+// after (an opaque cursor the store checks).
+func pageParams(q url.Values) (waitroom.Page, error) {
+	p := waitroom.Page{After: q.Get("after"), Limit: waitroom.DefaultPageLimit}
+	if s, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > waitroom.MaxPageLimit {
+			return p, waitroom.Errorf(waitroom.CodeInvalidRequest,
+				"limit must be a whole number from 1 to %d.", waitroom.MaxPageLimit)
+		}
+		p.Limit = n
+	}
+	return p, nil
+}
+
+// historyStatus reads the optional status filter of the history.
+func historyStatus(q url.Values) (waitroom.Status, error) {
+	s, ok := q["status"]
+	if !ok {
+		return "", nil
+	}
+	switch st := waitroom.Status(s[0]); st {
+	case waitroom.StatusServed, waitroom.StatusLeft, waitroom.StatusExpired:
+		return st, nil
+	}
+	return "", waitroom.Errorf(waitroom.CodeInvalidRequest, "status must be served, left or expired.")
+}
+
+// forceParam reads the optional force flag of a room deletion.
+func forceParam(q url.Values) (bool, error) {
+	s, ok := q["force"]
+	if !ok {
+		return false, nil
+	}
+	force, err := strconv.ParseBool(s[0])
+	if err != nil {
+		return false, waitroom.Errorf(waitroom.CodeInvalidRequest, "force must be true or false.")
+	}
+	return force, nil
+}

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/waitroom/waitroom"
+)
+
+const contentTypeJSON = "application/json; charset=utf-8"
+
+// writeBody writes a JSON answer that is already encoded.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	// A failed write means the client went away; there is no one to tell.
+	_, _ = w.Write(b)
+}
+
+// writeJSON encodes v and writes it with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &waitroom.Error{Code: waitroom.CodeInternal, Message: msgInternal, Err: err}
+	}
+	writeBody(w, status, append(b, '\n'))
+	return nil
+}
+
+// writeSession writes one Session object. It skips encoding/json, because
+// reading one's own session is the hottest path of the server.
+func writeSession(w http.ResponseWriter, status int, s waitroom.Session) {
+	b := s.AppendJSON(make([]byte, 0, 512))
+	writeBody(w, status, append(b, '\n'))
+}
+
+// noContent answers 204.
+func noContent(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sessionsAnswer is the answer of advance.
+type sessionsAnswer struct {
+	Sessions []waitroom.Session `json:"sessions"`
+}
+
+// pageAnswer is the answer of the paged listings.
+type pageAnswer struct {
+	Sessions []waitroom.Session `json:"sessions"`
+	Next     string             `json:"next"`
+}
+
+// roomsAnswer is the answer of the room list.
+type roomsAnswer struct {
+	Rooms []waitroom.Room `json:"rooms"`
+}
+
+// statusAnswer is the answer of /healthz and /readyz.
+type statusAnswer struct {
+	Status string `json:"status"`
+}
+
+// roomStatus is the public view of a room: its counts and what a waiting
+// person may know, without timeouts or tickets.
+type roomStatus struct {
+	Room     string        `json:"room"`
+	Mode     waitroom.Mode `json:"mode"`
+	Capacity int           `json:"capacity"`
+	Active   int           `json:"active"`
+	Waiting  int           `json:"waiting"`
+	Paused   bool          `json:"paused"`
+}
+
+// nonNil returns s, or an empty slice for nil, so lists encode as [] not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,200 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/httpapi"
+)
+
+// serve sends one request straight to h and returns the recorded answer.
+func serve(h http.Handler, method, target, authz, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// newHandlerWithoutToken returns a handler over e's store with no admin token.
+func newHandlerWithoutToken(e *env) http.Handler {
+	return httpapi.NewHandler(httpapi.Config{Store: e.store, Clock: e.clock})
+}
+
+// checkAnswer fails unless an answer is below 500 and, for 4xx, the
+// documented error shape with a code that fits the status.
+func checkAnswer(t *testing.T, what string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if rec.Code >= 500 {
+		t.Fatalf("%s: got status %d, want below 500; body %s", what, rec.Code, rec.Body.Bytes())
+	}
+	if rec.Code < 400 {
+		return
+	}
+	v, err := errorShape(rec.Header(), rec.Body.Bytes())
+	if err != nil {
+		t.Fatalf("%s: status %d: %v", what, rec.Code, err)
+	}
+	if want := statusFor(v.Error.Code); want != rec.Code {
+		t.Fatalf("%s: got status %d with code %s, which goes with %d", what, rec.Code, v.Error.Code, want)
+	}
+}
+
+// statusFor is the documented status of each 4xx code (the SPEC's table,
+// written out again so the test does not trust the code under test).
+func statusFor(c waitroom.Code) int {
+	switch c {
+	case waitroom.CodeInvalidRequest, waitroom.CodeInvalidJSON, waitroom.CodeInvalidRoomName,
+		waitroom.CodeInvalidSessionID, waitroom.CodeInvalidConfig, waitroom.CodeInvalidKey:
+		return 400
+	case waitroom.CodeUnauthorized:
+		return 401
+	case waitroom.CodeNotFound, waitroom.CodeRoomNotFound, waitroom.CodeSessionNotFound, waitroom.CodeQueueEmpty:
+		return 404
+	case waitroom.CodeMethodNotAllowed:
+		return 405
+	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty:
+		return 409
+	case waitroom.CodeBodyTooLarge:
+		return 413
+	case waitroom.CodeRateLimited:
+		return 429
+	}
+	return -1
+}
+
+func authHeader(admin bool) string {
+	if admin {
+		return "Bearer " + adminToken
+	}
+	return ""
+}
+
+// FuzzJoinBody sends any body to the join endpoint.
+func FuzzJoinBody(f *testing.F) {
+	for _, s := range []string{"", "{}", " \n", `{"key":"u1"}`, `{"key":null}`, `{"key":""}`, `{"key":1}`,
+		`{"key":"a\u0000"}`, `{"key":"u1","x":1}`, `{}{}`, `[]`, `null`, `"key"`, "{\"key\":\"\xff\"}"} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	e := newEnv(f)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":3}`)
+	f.Fuzz(func(t *testing.T, body []byte, admin bool) {
+		rec := serve(e.handler, "POST", "/v1/rooms/r/sessions", authHeader(admin), string(body))
+		checkAnswer(t, "join", rec)
+		switch rec.Code {
+		case 201:
+			var s waitroom.Session
+			if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.ID == "" || s.Room != "r" {
+				t.Fatalf("join: 201 with body %s (%v), want a session of room r", rec.Body.Bytes(), err)
+			}
+		case 400, 401, 409, 413:
+		default:
+			t.Fatalf("join: got status %d, want 201, 400, 401, 409 or 413", rec.Code)
+		}
+	})
+}
+
+// FuzzConfigBody sends any body as a room configuration. Whatever the
+// server accepts must be what ParseRoomConfig makes of it.
+func FuzzConfigBody(f *testing.F) {
+	for _, s := range []string{"", "{}", `{"mode":"manual"}`, `{"capacity":5,"grace":"1s"}`, `{"grace":1}`,
+		`{"capacity":-1}`, `{"active_timeout":"1h","max_session":"2h","waiting_timeout":"0s","paused":true,"rate_per_minute":60}`,
+		`{"capacity":1e3}`, `{"capacity":1.5}`, `{"mode":null}`, `{"grace":"-1s"}`, `{"grace":"1ns"}`, `{"x":1}`} {
+		f.Add([]byte(s))
+	}
+	e := newEnv(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := serve(e.handler, "PUT", "/v1/rooms/r", authHeader(true), string(body))
+		checkAnswer(t, "put room", rec)
+		switch rec.Code {
+		case 200, 201:
+			want, err := waitroom.ParseRoomConfig(body)
+			if err != nil {
+				t.Fatalf("put room: accepted a body ParseRoomConfig refuses (%v)", err)
+			}
+			var got waitroom.Room
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("put room: answer %s: %v", rec.Body.Bytes(), err)
+			}
+			if got.RoomConfig != want || got.Name != "r" {
+				t.Fatalf("put room: got %+v, want room r with %+v", got, want)
+			}
+		case 400, 413:
+		default:
+			t.Fatalf("put room: got status %d, want 200, 201, 400 or 413", rec.Code)
+		}
+	})
+}
+
+// FuzzPaths sends any method, path and body. "{id}" in a path stands for a
+// live session's id, so the fuzzer reaches real sessions too.
+func FuzzPaths(f *testing.F) {
+	seeds := []struct {
+		method, path, body string
+	}{
+		{"GET", "/v1/rooms/r", ""},
+		{"GET", "/v1/rooms/r/sessions/{id}", ""},
+		{"POST", "/v1/rooms/r/sessions/{id}/heartbeat", ""},
+		{"POST", "/v1/rooms/r/sessions/{id}/away", "x"},
+		{"DELETE", "/v1/rooms/r/sessions/{id}", ""},
+		{"POST", "/v1/rooms/r/sessions", `{"key":"k"}`},
+		{"PUT", "/v1/rooms/q", `{"capacity":1}`},
+		{"GET", "/v1/rooms", ""},
+		{"DELETE", "/v1/rooms/q?force=1", ""},
+		{"POST", "/v1/rooms/r/advance", `{"n":2}`},
+		{"GET", "/v1/rooms/r/waiting?limit=2&after=abc", ""},
+		{"GET", "/v1/rooms/r/history?status=left&limit=1000&after=%00", ""},
+		{"GET", "/v1/rooms/../../etc/passwd", ""},
+		{"GET", "/v1//rooms/r", ""},
+		{"OPTIONS", "*", ""},
+		{"BREW", "/v1/rooms/r", ""},
+		{"GET", "/healthz", ""},
+		{"GET", "/readyz", ""},
+		{"HEAD", "/v1/rooms/r/sessions/{id}", ""},
+		{"GET", "/v1/rooms/%ZZ", ""},
+		{"GET", "/v1/rooms/r%2F..%2Fx/sessions", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.path, []byte(s.body), false)
+		f.Add(s.method, s.path, []byte(s.body), true)
+	}
+	e := newEnv(f)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1,"waiting_timeout":"0s"}`)
+	live := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))
+	f.Fuzz(func(t *testing.T, method, path string, body []byte, admin bool) {
+		path = strings.ReplaceAll(path, "{id}", live.ID)
+		req, err := http.NewRequest(method, "http://waitroom.test"+path, bytes.NewReader(body))
+		if err != nil {
+			return // not a request a server would hand to a handler
+		}
+		if admin {
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+		}
+		rec := httptest.NewRecorder()
+		e.handler.ServeHTTP(rec, req)
+		checkAnswer(t, method+" "+path, rec)
+	})
+}
+
+// TestAwayLargeBody checks that away, built for sendBeacon, answers 204 to a
+// body of any size and type rather than 413.
+func TestAwayLargeBody(t *testing.T) {
+	e := newEnv(t)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", "")
+	s := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))
+	req := httptest.NewRequest("POST", "/v1/rooms/r/sessions/"+s.ID+"/away", strings.NewReader(strings.Repeat("z", 2<<20)))
+	req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("away with a 2 MiB text body: got %d, want 204; body %s", rec.Code, rec.Body.Bytes())
+	}
+}

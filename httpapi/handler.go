@@ -1,0 +1,176 @@
+// Package httpapi serves waitroom's HTTP API v1: JSON endpoints for sessions
+// and rooms, operations endpoints (health, readiness, Prometheus metrics), one
+// error writer that maps error codes to statuses, and request metrics.
+//
+// Every request becomes at most one call on a waitroom.Store; the handler
+// holds no room state of its own, so any number of server processes can share
+// one store.
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Config holds what the handler needs.
+type Config struct {
+	// Store holds the rooms. It is required.
+	Store waitroom.Store
+	// AdminToken guards the admin endpoints (Authorization: Bearer <token>).
+	// When it is empty every admin endpoint answers 401.
+	AdminToken string
+	// Clock gives the now passed to the store; nil means waitroom.SystemClock.
+	Clock waitroom.Clock
+	// Logger receives internal errors and recovered panics; nil discards them.
+	Logger *slog.Logger
+	// Registry receives the request metrics and is served at /metrics; nil
+	// means a new private registry.
+	Registry *prometheus.Registry
+}
+
+// server is the http.Handler NewHandler returns.
+type server struct {
+	store   waitroom.Store
+	clock   waitroom.Clock
+	log     *slog.Logger
+	admin   adminToken
+	mux     *http.ServeMux
+	metrics http.Handler
+	// durations is the request duration histogram; see instrument.go.
+	durations *prometheus.HistogramVec
+}
+
+// NewHandler returns the handler of the whole API. It panics if cfg.Store is
+// nil, since no request could be served.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.Store == nil {
+		panic("httpapi: Config.Store is nil")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = waitroom.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &server{
+		store: cfg.Store,
+		clock: cfg.Clock,
+		log:   cfg.Logger,
+		admin: newAdminToken(cfg.AdminToken),
+		mux:   http.NewServeMux(),
+		metrics: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
+			// One failing collector must not hide every other metric.
+			ErrorHandling: promhttp.ContinueOnError,
+			ErrorLog:      slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}),
+		durations: requestDurations(cfg.Registry, cfg.Logger),
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP dispatches through the mux, answering unknown routes and wrong
+// methods with JSON errors, recovering from panics and recording metrics.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &responseWriter{ResponseWriter: w}
+	defer func() {
+		v := recover()
+		if v == http.ErrAbortHandler {
+			// net/http's own signal to abort the response quietly.
+			s.observe(rw, r, start)
+			panic(v)
+		}
+		if v != nil {
+			s.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !rw.wroteHeader {
+				s.writeError(rw, r, &waitroom.Error{Code: waitroom.CodeInternal, Message: "An internal error occurred."})
+			}
+		}
+		s.observe(rw, r, start)
+	}()
+	h := rw.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+
+	handler, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		s.unmatched(rw, r, handler)
+		return
+	}
+	// ServeMux sets r.Pattern and the path values on r itself, so observe
+	// sees the route afterwards.
+	s.mux.ServeHTTP(rw, r)
+}
+
+// unmatched answers a request no pattern matches. The stock mux would answer
+// 404 and 405 in plain text; its answer is captured to learn which (and the
+// Allow header), and replaced by a JSON error. Its other answers (redirects
+// to a cleaned path) pass through.
+func (s *server) unmatched(w http.ResponseWriter, r *http.Request, stock http.Handler) {
+	c := &capture{header: make(http.Header)}
+	stock.ServeHTTP(c, r)
+	switch c.code {
+	case http.StatusMethodNotAllowed:
+		allow := c.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed,
+			"Method %q is not allowed on this path; allowed: %s.", r.Method, allow))
+	case http.StatusNotFound, 0:
+		s.writeError(w, r, waitroom.Errorf(waitroom.CodeNotFound, "There is no such endpoint."))
+	default:
+		for k, v := range c.header {
+			if k != "Content-Type" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(c.code)
+	}
+}
+
+// capture is a minimal ResponseWriter that keeps the status and headers of
+// the stock mux's answer and drops its body.
+type capture struct {
+	header http.Header
+	code   int
+}
+
+func (c *capture) Header() http.Header { return c.header }
+
+func (c *capture) Write(b []byte) (int, error) {
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (c *capture) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+}
+
+// now is the time passed to the store for this request.
+func (s *server) now() time.Time { return s.clock.Now() }
+
+// api adapts a handler that returns an error: the error is written by
+// writeError, so every failure takes the same path.
+func (s *server) api(f func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// requestDurations registers the request duration histogram on reg. A second
+// handler on the same registry shares the first one's histogram.
+func requestDurations(reg *prometheus.Registry, log *slog.Logger) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "waitroom_http_request_duration_seconds",
+		Help:    "Time to answer HTTP requests, by route pattern, method and status code.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method", "code"})
+	if err := reg.Register(h); err != nil {
+		var dup prometheus.AlreadyRegisteredError
+		if errors.As(err, &dup) {
+			if existing, ok := dup.ExistingCollector.(*prometheus.HistogramVec); ok {
+				return existing
+			}
+		}
+		// Serving matters more than metrics: carry on unregistered.
+		log.Error("httpapi: registering request metrics", "err", err)
+	}
+	return h
+}
+
+// observe records one request. The route is the matched pattern, so label
+// values stay few whatever paths clients send.
+func (s *server) observe(w *responseWriter, r *http.Request, start time.Time) {
+	route := r.Pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	code := w.status
+	if code == 0 {
+		code = http.StatusOK // net/http's answer when a handler writes nothing
+	}
+	s.durations.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(code)).
+		Observe(time.Since(start).Seconds())
+}
+
+// methodLabel bounds the method label: arbitrary method tokens from clients
+// would otherwise each make a new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// responseWriter records the status of an answer. It implements Unwrap so
+// http.ResponseController reaches the real writer (flushing and deadlines
+// for streams depend on it).
+type responseWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+// WriteHeader records the final status; informational 1xx answers may come
+// before it and are not final.
+func (w *responseWriter) WriteHeader(code int) {
+	if !w.wroteHeader && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+		w.wroteHeader = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write implies a 200 if no status was written.
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.status = http.StatusOK
+		w.wroteHeader = true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush serves code that type-asserts http.Flusher rather than using
+// http.ResponseController.
+func (w *responseWriter) Flush() {
+	if !w.wroteHeader {
+		w.status = http.StatusOK
+		w.wroteHeader = true
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying ResponseWriter for http.ResponseController.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,28 @@
+package httpapi
+
+// routes registers every endpoint. This is the one place that lists the API.
+func (s *server) routes() {
+	m := s.mux
+
+	// Public: the session id is the secret.
+	m.Handle("POST /v1/rooms/{room}/sessions", s.api(s.join))
+	m.Handle("GET /v1/rooms/{room}/sessions/{id}", s.api(s.session))
+	m.Handle("POST /v1/rooms/{room}/sessions/{id}/heartbeat", s.api(s.heartbeat))
+	m.Handle("POST /v1/rooms/{room}/sessions/{id}/away", s.api(s.away))
+	// Leave, or revoke with the admin token.
+	m.Handle("DELETE /v1/rooms/{room}/sessions/{id}", s.api(s.leave))
+	m.Handle("GET /v1/rooms/{room}", s.api(s.roomStatus))
+
+	// Admin: Authorization: Bearer <admin token>.
+	m.Handle("PUT /v1/rooms/{room}", s.adminOnly(s.putRoom))
+	m.Handle("GET /v1/rooms", s.adminOnly(s.listRooms))
+	m.Handle("DELETE /v1/rooms/{room}", s.adminOnly(s.deleteRoom))
+	m.Handle("POST /v1/rooms/{room}/advance", s.adminOnly(s.advance))
+	m.Handle("GET /v1/rooms/{room}/waiting", s.adminOnly(s.waiting))
+	m.Handle("GET /v1/rooms/{room}/history", s.adminOnly(s.history))
+
+	// Operations.
+	m.Handle("GET /healthz", s.api(s.healthz))
+	m.Handle("GET /readyz", s.api(s.readyz))
+	m.Handle("GET /metrics", s.metrics)
+}

@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/waitroom/waitroom"
+)
+
+// joinRequest is the optional body of a join.
+type joinRequest struct {
+	// Key is an identity only a trusted caller (with the admin token) may
+	// set; a pointer tells an absent key from an empty one.
+	Key *string `json:"key"`
+}
+
+// join: POST /v1/rooms/{room}/sessions.
+func (s *server) join(w http.ResponseWriter, r *http.Request) error {
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req joinRequest
+	if err := decodeOptional(body, &req); err != nil {
+		return err
+	}
+	key := ""
+	if req.Key != nil {
+		// Anyone could otherwise claim someone else's identity.
+		if err := s.admin.check(r); err != nil {
+			return waitroom.Errorf(waitroom.CodeUnauthorized, "Joining with a key needs the admin token (Authorization: Bearer <token>).")
+		}
+		if err := waitroom.CheckKey(*req.Key); err != nil {
+			return err
+		}
+		key = *req.Key
+	}
+	sess, err := s.store.Join(r.Context(), room, key, s.now())
+	if err != nil {
+		return err
+	}
+	writeSession(w, http.StatusCreated, sess)
+	return nil
+}
+
+// session: GET /v1/rooms/{room}/sessions/{id}. Reading counts as presence.
+func (s *server) session(w http.ResponseWriter, r *http.Request) error {
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	sess, err := s.store.Session(r.Context(), room, r.PathValue("id"), s.now())
+	if err != nil {
+		return err
+	}
+	writeSession(w, http.StatusOK, sess)
+	return nil
+}
+
+// heartbeat: POST /v1/rooms/{room}/sessions/{id}/heartbeat.
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	sess, err := s.store.Heartbeat(r.Context(), room, r.PathValue("id"), s.now())
+	if err != nil {
+		return err
+	}
+	writeSession(w, http.StatusOK, sess)
+	return nil
+}
+
+// away: POST /v1/rooms/{room}/sessions/{id}/away. Built for
+// navigator.sendBeacon, which sends a body of any type: it is read (up to
+// maxBody) and ignored.
+func (s *server) away(w http.ResponseWriter, r *http.Request) error {
+	discardBody(r)
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Away(r.Context(), room, r.PathValue("id"), s.now()); err != nil {
+		return err
+	}
+	noContent(w)
+	return nil
+}
+
+// leave: DELETE /v1/rooms/{room}/sessions/{id}. Without Authorization the
+// holder of the id leaves; with the admin token an operator revokes it; with
+// a wrong token the request is refused rather than quietly downgraded.
+func (s *server) leave(w http.ResponseWriter, r *http.Request) error {
+	reason := waitroom.ReasonLeft
+	if _, ok := r.Header["Authorization"]; ok {
+		if err := s.admin.check(r); err != nil {
+			return err
+		}
+		reason = waitroom.ReasonRevoked
+	}
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	sess, err := s.store.Leave(r.Context(), room, r.PathValue("id"), reason, s.now())
+	if err != nil {
+		return err
+	}
+	writeSession(w, http.StatusOK, sess)
+	return nil
+}

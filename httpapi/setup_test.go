@@ -1,0 +1,186 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/memstore"
+)
+
+const adminToken = "test-admin-token"
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one API server over a fresh memstore.
+type env struct {
+	t       testing.TB
+	store   *memstore.Store
+	clock   *testClock
+	reg     *prometheus.Registry
+	handler http.Handler
+	srv     *httptest.Server
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{t: t, store: memstore.New(), clock: newTestClock(), reg: prometheus.NewRegistry()}
+	e.handler = httpapi.NewHandler(httpapi.Config{
+		Store:      e.store,
+		AdminToken: adminToken,
+		Clock:      e.clock,
+		Registry:   e.reg,
+	})
+	e.srv = httptest.NewServer(e.handler)
+	t.Cleanup(func() {
+		e.srv.Close()
+		_ = e.store.Close()
+	})
+	return e
+}
+
+// auth says which Authorization header a request carries.
+type auth int
+
+const (
+	noAuth auth = iota
+	withAdmin
+	wrongToken
+)
+
+func (a auth) String() string {
+	return [...]string{"no token", "admin token", "wrong token"}[a]
+}
+
+func (a auth) set(h http.Header) {
+	switch a {
+	case withAdmin:
+		h.Set("Authorization", "Bearer "+adminToken)
+	case wrongToken:
+		h.Set("Authorization", "Bearer not-"+adminToken)
+	}
+}
+
+// answer is one HTTP answer, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request to the real server.
+func (e *env) do(a auth, method, path, body string) answer {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	a.set(req.Header)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: reading answer: %v", method, path, err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// must sends a request and fails the test unless the answer has status want.
+func (e *env) must(want int, a auth, method, path, body string) answer {
+	e.t.Helper()
+	ans := e.do(a, method, path, body)
+	if ans.status != want {
+		e.t.Fatalf("%s %s: got status %d, want %d; body %s", method, path, ans.status, want, ans.body)
+	}
+	return ans
+}
+
+// session decodes a Session answer.
+func (e *env) session(ans answer) waitroom.Session {
+	e.t.Helper()
+	var s waitroom.Session
+	if err := json.Unmarshal(ans.body, &s); err != nil {
+		e.t.Fatalf("decoding session %s: %v", ans.body, err)
+	}
+	return s
+}
+
+// sessions decodes a {"sessions":[…],"next":…} answer.
+func (e *env) sessions(ans answer) ([]waitroom.Session, string) {
+	e.t.Helper()
+	var v struct {
+		Sessions []waitroom.Session `json:"sessions"`
+		Next     string             `json:"next"`
+	}
+	if err := json.Unmarshal(ans.body, &v); err != nil {
+		e.t.Fatalf("decoding sessions %s: %v", ans.body, err)
+	}
+	return v.Sessions, v.Next
+}
+
+// apiError is the documented error shape, decoded strictly.
+type apiError struct {
+	Error struct {
+		Code    waitroom.Code `json:"code"`
+		Message string        `json:"message"`
+	} `json:"error"`
+	Session json.RawMessage `json:"session"`
+}
+
+// errorShape checks b is exactly the documented error shape and returns it.
+func errorShape(header http.Header, b []byte) (apiError, error) {
+	var v apiError
+	if ct := header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		return v, fmt.Errorf("Content-Type %q, want application/json; charset=utf-8", ct)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, fmt.Errorf("body %s is not the error shape: %v", b, err)
+	}
+	if v.Error.Code == "" || v.Error.Message == "" {
+		return v, fmt.Errorf("body %s lacks a code or message", b)
+	}
+	if len(v.Session) > 0 && v.Error.Code != waitroom.CodeAlreadyJoined {
+		return v, fmt.Errorf("body %s carries a session with code %s", b, v.Error.Code)
+	}
+	return v, nil
+}

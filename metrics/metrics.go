@@ -1,0 +1,43 @@
+// Package metrics exports a waitroom store's activity to Prometheus: counters
+// of joins, admissions and endings fed by the store's events, and gauges of
+// waiting and active sessions read from the store at scrape time.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Register subscribes to store's events and registers the waitroom metrics
+// on reg:
+//
+//	waitroom_joins_total{room}                 sessions created
+//	waitroom_admissions_total{room}            sessions that became active
+//	waitroom_ends_total{room,status,reason}    sessions that ended (left, served, expired)
+//	waitroom_waiting{room}, waitroom_active{room}   current counts, read at scrape time
+//	waitroom_store_up                          1 if the last scrape could read the rooms
+//
+// Counters count only this process's changes (events from other processes
+// of a shared store are skipped), so summing over instances counts each
+// change once. A room's series are dropped when the room is deleted. stop
+// ends the subscription and unregisters the metrics. Register panics if reg
+// already holds metrics of these names, as prometheus.MustRegister does.
+func Register(store waitroom.Store, reg *prometheus.Registry) (stop func()) {
+	c := newCounters()
+	g := newGauges(store)
+	collectors := []prometheus.Collector{c.joins, c.admissions, c.ends, g}
+	reg.MustRegister(collectors...)
+	cancel := store.Subscribe(c.record)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			for _, col := range collectors {
+				reg.Unregister(col)
+			}
+		})
+	}
+}
