@@ -1,0 +1,70 @@
+# waitroom: build, run, test and fuzz.
+#
+#   make build   build bin/waitroom
+#   make run     build and run `waitroom serve` (pass flags with ARGS="--addr :9090")
+#   make test    install missing tools (as root on Debian), go vet, go test -race
+#   make bench   run the benchmarks
+#   make fuzz    run every fuzz target for FUZZTIME (default 10s) each
+#   make fmt     format the code
+
+GO       ?= go
+BIN      ?= bin/waitroom
+ARGS     ?=
+FUZZTIME ?= 10s
+
+.PHONY: all build run deps test bench fuzz fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/waitroom
+
+run: build
+	./$(BIN) serve $(ARGS)
+
+# deps installs what the tests need and the machine lacks: the sqlite3 shell,
+# and a C compiler because -race needs cgo. It installs only as root on a
+# Debian machine with apt-get (as CI runs); elsewhere it says what is missing.
+# apt-get update runs once, and only when something is missing.
+deps:
+	@missing=""; \
+	command -v sqlite3 >/dev/null 2>&1 || missing="$$missing sqlite3"; \
+	cc=$$($(GO) env CC); command -v "$${cc:-gcc}" >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "deps: installing$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "deps: missing$$missing; install with your package manager (tests that need them will say so)" >&2; \
+	fi
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# fuzz finds the packages whose tests define fuzz targets, asks go test for
+# the exact names, and fuzzes each target in turn. A failing target does not
+# stop the others; the run fails at the end if any failed.
+fuzz:
+	@n=0; failed=""; \
+	dirs=$$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sort -u); \
+	for dir in $$dirs; do \
+		targets=$$($(GO) test -list '^Fuzz' "$$dir" | grep '^Fuzz' || true); \
+		for target in $$targets; do \
+			echo "fuzz: $$dir $$target for $(FUZZTIME)"; \
+			n=$$((n+1)); \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$dir" || failed="$$failed $$dir:$$target"; \
+		done; \
+	done; \
+	echo "fuzz: $$n targets, $(FUZZTIME) each"; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed" >&2; exit 1; fi
+
+fmt:
+	$(GO) fmt ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,22 @@
+// Command waitroom runs the waitroom server and its tools.
+//
+//	waitroom serve      run the HTTP server
+//	waitroom version    print version information
+//
+// Everything but the process plumbing lives in run, so tests drive the
+// command without a process of its own.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/metrics"
+	"github.com/waitroom/waitroom/sqlitestore"
+	"github.com/waitroom/waitroom/sweeper"
+)
+
+// Server limits. There is no WriteTimeout: event streams stay open for as
+// long as a session waits, and a server-wide write deadline would cut them.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+	// shutdownTimeout is how long in-flight requests get to finish after
+	// SIGINT/SIGTERM before their connections are closed.
+	shutdownTimeout = 10 * time.Second
+)
+
+// File names inside the data folder.
+const (
+	dbFileName    = "waitroom.db"
+	tokenFileName = "admin-token"
+)
+
+// serveConfig is the serve command's configuration after flags and
+// environment are merged.
+type serveConfig struct {
+	addr       string
+	data       string
+	store      string
+	adminToken string
+	logFormat  string
+}
+
+// serveFlag describes one flag of serve and the environment variable that
+// sets it when the flag is not given.
+type serveFlag struct {
+	name, env, def, help string
+	dst                  *string
+}
+
+func (c *serveConfig) flags() []serveFlag {
+	return []serveFlag{
+		{"addr", "WAITROOM_ADDR", ":8080", "`address` to listen on (host:port; port 0 picks a free one)", &c.addr},
+		{"data", "WAITROOM_DATA", "./waitroom-data", "`folder` for the database and the generated admin token", &c.data},
+		{"store", "WAITROOM_STORE", "", "storage `backend`: empty for the embedded SQLite store in the data folder,\n\"memory\" for an in-memory store that loses everything on exit (demos only)", &c.store},
+		{"admin-token", "WAITROOM_ADMIN_TOKEN", "", "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start", &c.adminToken},
+		{"log-format", "WAITROOM_LOG_FORMAT", "text", "log `format` on stderr: text or json", &c.logFormat},
+	}
+}
+
+// parseServe reads serve's flags, then fills each flag not given on the
+// command line from its environment variable: flags beat the environment,
+// which beats the defaults.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	specs := c.flags()
+	for _, f := range specs {
+		fs.StringVar(f.dst, f.name, f.def, f.help)
+	}
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprint(out, "Usage: waitroom serve [flags]\n\nRuns the waitroom HTTP server. Each flag may also be set by its environment\nvariable; a flag on the command line wins.\n\nFlags:\n")
+		for _, f := range specs {
+			name, help := flag.UnquoteUsage(fs.Lookup(f.name))
+			fmt.Fprintf(out, "  --%s %s   (env %s", f.name, name, f.env)
+			if f.def != "" {
+				fmt.Fprintf(out, ", default %q", f.def)
+			}
+			fmt.Fprintf(out, ")\n    \t%s\n", strings.ReplaceAll(help, "\n", "\n    \t"))
+		}
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, f := range specs {
+		if v := getenv(f.env); !given[f.name] && v != "" {
+			*f.dst = v
+		}
+	}
+
+	switch c.logFormat {
+	case "text", "json":
+	default:
+		return c, badUsage(fs, "--log-format must be text or json, not %q", c.logFormat)
+	}
+	if c.addr == "" {
+		return c, badUsage(fs, "--addr must not be empty")
+	}
+	if c.data == "" {
+		return c, badUsage(fs, "--data must not be empty")
+	}
+	switch {
+	case c.store == "", c.store == "memory", isRedisURL(c.store):
+	default:
+		return c, badUsage(fs, "--store must be empty (embedded SQLite), \"memory\" or a redis:// URL, not %q", redactURL(c.store))
+	}
+	return c, nil
+}
+
+func isRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+}
+
+// redactURL hides a password in a store URL before it is printed.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if strings.Contains(s, "@") {
+			return "<a URL with credentials>"
+		}
+		return s
+	}
+	return u.Redacted()
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// serve runs the HTTP server until ctx ends, then shuts down cleanly.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	cfg, err := parseServe(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.logFormat, stderr)
+	clock := waitroom.SystemClock{}
+
+	store, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+	}()
+
+	token, err := adminToken(cfg, stdout, logger)
+	if err != nil {
+		return err
+	}
+	if err := ensureDefaultRoom(ctx, store, clock.Now(), logger); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	stopMetrics := metrics.Register(store, reg)
+	defer stopMetrics()
+
+	// The sweeper outlives ctx until the HTTP server has drained, so
+	// expiry keeps working for requests still being answered.
+	sweepCtx, stopSweeper := context.WithCancel(context.WithoutCancel(ctx))
+	var sweeping sync.WaitGroup
+	sweeping.Go(func() {
+		if err := sweeper.Run(sweepCtx, store, clock, sweeper.Options{Logger: logger}); err != nil {
+			logger.Error("sweeper stopped", "err", err)
+		}
+	})
+	defer func() {
+		stopSweeper()
+		sweeping.Wait()
+	}()
+
+	handler := httpapi.NewHandler(httpapi.Config{
+		Store:      store,
+		AdminToken: token,
+		Clock:      clock,
+		Logger:     logger,
+		Registry:   reg,
+	})
+	// Runtime and process metrics next to waitroom's own. Registered after
+	// the handler, tolerating duplicates, in case a package registers them too.
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			return fmt.Errorf("register runtime metrics: %w", err)
+		}
+	}
+	srv := newHTTPServer(ctx, handler, logger)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
+	logger.Info("serving", "addr", ln.Addr().String(), "store", storeKind(cfg), "data", cfg.data)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down", "timeout", shutdownTimeout.String())
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		logger.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// newHTTPServer returns the server for handler. Requests get a context that
+// carries ctx's values but is not cancelled with it: on shutdown, requests in
+// flight finish (Shutdown waits for them) rather than fail.
+func newHTTPServer(ctx context.Context, handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+}
+
+func storeKind(cfg serveConfig) string {
+	if cfg.store == "memory" {
+		return "memory"
+	}
+	return "sqlite"
+}
+
+// openStore opens the backend cfg names.
+func openStore(ctx context.Context, cfg serveConfig, logger *slog.Logger) (waitroom.Store, error) {
+	switch {
+	case cfg.store == "memory":
+		logger.Warn("using the in-memory store: every room and session is lost when the process stops; use it for demos only")
+		return memstore.New(), nil
+	case isRedisURL(cfg.store):
+		return nil, fmt.Errorf("--store %s: the Redis backend is not available yet in this version; leave --store empty to use the embedded SQLite store", redactURL(cfg.store))
+	}
+	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	path := filepath.Join(cfg.data, dbFileName)
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite store %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// adminToken returns the admin token: from the flag or environment, else
+// from <data>/admin-token, else a new random one written there. It prints
+// the file's path (never the token) so an operator can find it.
+func adminToken(cfg serveConfig, stdout io.Writer, logger *slog.Logger) (string, error) {
+	if cfg.adminToken != "" {
+		if len(cfg.adminToken) < 16 {
+			logger.Warn("the admin token is shorter than 16 characters and easy to guess")
+		}
+		return cfg.adminToken, nil
+	}
+	path := filepath.Join(cfg.data, tokenFileName)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // the printed path must work from any directory
+	}
+	tok, err := readToken(path, logger)
+	switch {
+	case err == nil:
+		fmt.Fprintf(stdout, "admin token read from %s\n", path)
+		return tok, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", err
+	}
+
+	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
+		return "", fmt.Errorf("create data folder: %w", err)
+	}
+	var raw [32]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on supported platforms
+	tok = base64.RawURLEncoding.EncodeToString(raw[:])
+	// O_EXCL: never overwrite a token another process wrote meanwhile.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create admin token file: %w", err)
+	}
+	_, err = f.WriteString(tok + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("write admin token file: %w", err)
+	}
+	fmt.Fprintf(stdout, "admin token written to %s\n", path)
+	return tok, nil
+}
+
+// readToken reads a token file; a missing file is an fs.ErrNotExist error.
+func readToken(path string, logger *slog.Logger) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("read admin token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("admin token file %s is empty; delete it to have a new token generated, or set --admin-token", path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		logger.Warn("the admin token file can be read by other users; chmod 600 it", "path", path, "mode", fi.Mode().Perm().String())
+	}
+	return tok, nil
+}
+
+// ensureDefaultRoom creates the default room with the default configuration
+// when no room by that name exists. An existing one keeps its configuration.
+func ensureDefaultRoom(ctx context.Context, store waitroom.Store, now time.Time, logger *slog.Logger) error {
+	_, err := store.Room(ctx, waitroom.DefaultRoom)
+	switch {
+	case err == nil:
+		return nil
+	case waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound:
+		return fmt.Errorf("read room %q: %w", waitroom.DefaultRoom, err)
+	}
+	if _, _, err := store.PutRoom(ctx, waitroom.DefaultRoom, waitroom.DefaultConfig(), now); err != nil {
+		return fmt.Errorf("create room %q: %w", waitroom.DefaultRoom, err)
+	}
+	logger.Info("created the default room", "room", waitroom.DefaultRoom)
+	return nil
+}
