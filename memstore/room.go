@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -31,7 +32,11 @@ type rec struct {
 
 // room is one room's state machine. Every method expects mu to be held.
 type room struct {
-	mu   sync.Mutex
+	// mu guards the room. Presence on a live session, the most frequent
+	// call, needs only the read lock when nothing is due (presenceShared);
+	// the fields it writes then (touch, away, lastNow) are written with
+	// atomics. Everything else takes the write lock.
+	mu   sync.RWMutex
 	name string
 	cfg  waitroom.RoomConfig
 	gone bool // deleted; every operation answers room_not_found
@@ -99,12 +104,74 @@ func tm(v int64) time.Time {
 
 // clock returns now as milliseconds, never earlier than the room has seen.
 func (r *room) clock(now time.Time) int64 {
-	v := ms(now)
-	if v < r.lastNow {
-		return r.lastNow
+	return atomicMax(&r.lastNow, ms(now))
+}
+
+// atomicMax raises *p to v if v is larger and returns the result.
+func atomicMax(p *int64, v int64) int64 {
+	for {
+		old := atomic.LoadInt64(p)
+		if v <= old {
+			return old
+		}
+		if atomic.CompareAndSwapInt64(p, old, v) {
+			return v
+		}
 	}
-	r.lastNow = v
-	return v
+}
+
+// presenceShared records presence of a live session under the read lock,
+// which concurrent callers share. It declines (ok false) whenever the write
+// path has work: something due at now, an admission the rate now allows, a
+// deadline to schedule, or an id that is not a live session here.
+func (r *room) presenceShared(id string, activity bool, now int64) (s waitroom.Session, wait func() error, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.gone {
+		return s, nil, false
+	}
+	now = max(now, atomic.LoadInt64(&r.lastNow))
+	if len(r.heap) > 0 && r.heap[0].at <= now {
+		return s, nil, false
+	}
+	if r.nWaiting > 0 && r.canAdmit() && r.tokenDue(now) {
+		return s, nil, false
+	}
+	sid, err := waitroom.ParseSessionID(id)
+	if err != nil {
+		return s, nil, false
+	}
+	p := r.lookup(sid.Ticket)
+	if p == nil || !sid.Matches(p.secret) || (p.sched == 0 && r.hasTimer(p.status)) {
+		return s, nil, false
+	}
+	atomicMax(&r.lastNow, now)
+	if p.status == stWaiting || activity {
+		atomicMax(&p.touch, now)
+	}
+	if atomic.LoadInt64(&p.away) != 0 {
+		atomic.StoreInt64(&p.away, 0)
+	}
+	return r.viewID(id, sid.Ticket, p, true), r.barrier(), true
+}
+
+// tokenDue reports, without changing the bucket, whether the rate allows an
+// admission at now.
+func (r *room) tokenDue(now int64) bool {
+	rate := int64(r.cfg.RatePerMinute)
+	if rate == 0 {
+		return true
+	}
+	elapsed := now - r.unitsAt
+	return elapsed > 60_000 || r.units+elapsed*rate >= 60_000
+}
+
+// hasTimer reports whether a present session with status st has a deadline.
+func (r *room) hasTimer(st uint8) bool {
+	if st == stWaiting {
+		return r.cfg.WaitingTimeout > 0
+	}
+	return r.cfg.ActiveTimeout > 0 || r.cfg.MaxSession > 0
 }
 
 // lookup returns the live session with ticket t, or nil.

@@ -98,8 +98,8 @@ func (s *Store) usable() error {
 	return nil
 }
 
-// get returns room name, locked, or an error.
-func (s *Store) get(name string) (*room, error) {
+// room returns room name, unlocked, or an error.
+func (s *Store) room(name string) (*room, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -111,6 +111,15 @@ func (s *Store) get(name string) (*room, error) {
 	s.mu.RUnlock()
 	if r == nil {
 		return nil, waitroom.RoomNotFound(name)
+	}
+	return r, nil
+}
+
+// get returns room name, locked, or an error.
+func (s *Store) get(name string) (*room, error) {
+	r, err := s.room(name)
+	if err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	if r.gone {
@@ -419,9 +428,17 @@ func (s *Store) Heartbeat(ctx context.Context, room, id string, now time.Time) (
 }
 
 func (s *Store) presence(ctx context.Context, name, id string, activity bool, now time.Time) (waitroom.Session, error) {
-	r, err := s.get(name)
+	r, err := s.room(name)
 	if err != nil {
 		return waitroom.Session{}, err
+	}
+	if out, wait, ok := r.presenceShared(id, activity, ms(now)); ok {
+		return out, wait()
+	}
+	r.mu.Lock()
+	if r.gone {
+		r.mu.Unlock()
+		return waitroom.Session{}, waitroom.RoomNotFound(name)
 	}
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)

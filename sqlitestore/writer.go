@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type entry struct {
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// inserts holds new sessions not yet written: they go in multi-row
+	// INSERTs, which cost far less per row than one statement each.
+	inserts []any
+	multi   map[int]*sql.Stmt // multi-row INSERT by row count
 
 	mu     sync.RWMutex // guards closed against sends on a closed ch
 	closed bool
@@ -50,7 +55,7 @@ var statements = map[string]string{
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), ch: make(chan *entry, maxBatch), exited: make(chan struct{})}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), ch: make(chan *entry, maxBatch), exited: make(chan struct{})}
 	for name, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -118,6 +123,7 @@ func (w *writer) write(batch []*entry) (err error) {
 			}
 		}
 	}()
+	w.inserts = w.inserts[:0]
 	last := make(map[string]int64, 1)
 	for _, e := range batch {
 		if err := w.event(ctx, e.ev); err != nil {
@@ -126,6 +132,9 @@ func (w *writer) write(batch []*entry) (err error) {
 		if e.ev.LastTicket > last[e.ev.Room] {
 			last[e.ev.Room] = e.ev.LastTicket
 		}
+	}
+	if err := w.flush(ctx); err != nil {
+		return err
 	}
 	for room, t := range last {
 		if _, err := w.stmts["putTicket"].ExecContext(ctx, room, t); err != nil {
@@ -164,12 +173,27 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 	return nil
 }
 
+// insertColumns is the number of values of one sessions row.
+const insertColumns = 7
+
+// maxInsertRows keeps a multi-row INSERT well under SQLite's limit of
+// 32,766 bound values.
+const maxInsertRows = 256
+
 func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) error {
 	s := &c.Session
-	switch {
-	case c.From == "" && s.Status.Live():
-		_, err := w.stmts["insSession"].ExecContext(ctx, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt))
+	if c.From == "" && s.Status.Live() {
+		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt))
+		if len(w.inserts) == maxInsertRows*insertColumns {
+			return w.flush(ctx)
+		}
+		return nil
+	}
+	// Later statements may touch the rows being inserted: write them first.
+	if err := w.flush(ctx); err != nil {
 		return err
+	}
+	switch {
 	case s.Status == waitroom.StatusActive:
 		_, err := w.stmts["admit"].ExecContext(ctx, s.AdmittedAt.UnixMilli(), s.Room, s.Ticket)
 		return err
@@ -186,6 +210,38 @@ func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) er
 		return err
 	}
 	return fmt.Errorf("unexpected change of session %d from %q to %q", s.Ticket, c.From, s.Status)
+}
+
+// flush writes the buffered new sessions.
+func (w *writer) flush(ctx context.Context) error {
+	for len(w.inserts) > 0 {
+		rows := min(len(w.inserts)/insertColumns, maxInsertRows)
+		st, err := w.insertStmt(ctx, rows)
+		if err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(ctx, w.inserts[:rows*insertColumns]...); err != nil {
+			return fmt.Errorf("insert %d sessions: %w", rows, err)
+		}
+		w.inserts = w.inserts[rows*insertColumns:]
+	}
+	w.inserts = w.inserts[:0]
+	return nil
+}
+
+// insertStmt returns the prepared INSERT of n rows. Sizes are rounded to a
+// few prepared shapes: a power of two, and single rows for the rest.
+func (w *writer) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st := w.multi[n]; st != nil {
+		return st, nil
+	}
+	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", n-1)
+	st, err := w.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare insert of %d rows: %w", n, err)
+	}
+	w.multi[n] = st
+	return st, nil
 }
 
 func null(s string) any {
@@ -213,6 +269,9 @@ func (w *writer) close() {
 	w.mu.Unlock()
 	<-w.exited
 	for _, st := range w.stmts {
+		st.Close()
+	}
+	for _, st := range w.multi {
 		st.Close()
 	}
 }
