@@ -1,0 +1,554 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"pgregory.net/rapid"
+)
+
+// RunModel is the model-based test: rapid generates random sequences of
+// operations (joins with and without keys, leaves, revokes, away, presence,
+// heartbeats, advances, reconfigurations, deletes, sweeps and time passing)
+// and after every step the store must agree with the reference model in
+// model.go: every session's status and exact position, the room's totals,
+// ended sessions' final status and reason, the history, the events and the
+// invariants.
+//
+// It uses one store from newStore and a fresh room for each generated
+// sequence. rapid's flags set the effort: -rapid.checks (sequences, default
+// 100) and -rapid.steps (average steps per sequence, default 30); a failure
+// prints the seed and steps to replay with -rapid.seed.
+func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
+	st := newStore(t)
+	ctx := t.Context()
+	var rooms atomic.Int64
+	rapid.Check(t, func(rt *rapid.T) {
+		h := &modelRun{s: st, ctx: ctx, clock: base, m: newModel(fmt.Sprintf("model-%d", rooms.Add(1))), sessions: map[int64]*mSession{}}
+		cancel := st.Subscribe(func(e waitroom.Event) {
+			if e.Room != h.m.name {
+				return
+			}
+			h.mu.Lock()
+			h.events = append(h.events, e)
+			h.mu.Unlock()
+		})
+		defer cancel()
+		defer func() { _ = st.DeleteRoom(ctx, h.m.name, true, h.clock) }()
+
+		h.putRoom(rt, drawConfig(rt), false)
+		rt.Repeat(map[string]func(*rapid.T){
+			"join":      h.join,
+			"join2":     h.join,
+			"join3":     h.join,
+			"leave":     h.leave,
+			"session":   func(t *rapid.T) { h.presence(t, false) },
+			"heartbeat": func(t *rapid.T) { h.presence(t, true) },
+			"away":      h.away,
+			"advance":   h.advance,
+			"config":    func(t *rapid.T) { h.putRoom(t, drawConfig(t), true) },
+			"delete":    h.deleteRoom,
+			"sweep":     h.sweep,
+			"tick":      h.tick,
+			"tick2":     h.tick,
+			"tick3":     h.tick,
+			"":          h.check,
+		})
+	})
+}
+
+// modelRun drives one store room and its model through one sequence.
+type modelRun struct {
+	s     waitroom.Store
+	ctx   context.Context
+	m     *model
+	clock time.Time // the test's clock; operations pass it (or a little less)
+
+	all      []string            // every id issued, in every incarnation of the room
+	sessions map[int64]*mSession // every model session by ticket, kept across deletes
+
+	mu     sync.Mutex
+	events []waitroom.Event
+}
+
+var (
+	modelKeys  = []string{"", "", "", "k1", "k2", "k3"}
+	modelSteps = []time.Duration{msec, 499 * msec, 500 * msec, sec, sec, 2 * sec, 5 * sec, 10 * sec, 30 * sec,
+		60*sec - msec, time.Minute, 5 * time.Minute, time.Hour}
+)
+
+func drawConfig(t *rapid.T) waitroom.RoomConfig {
+	d := func(label string, ds ...time.Duration) waitroom.Duration {
+		return waitroom.Duration(rapid.SampledFrom(ds).Draw(t, label))
+	}
+	return waitroom.RoomConfig{
+		Mode:           rapid.SampledFrom([]waitroom.Mode{waitroom.ModeAuto, waitroom.ModeAuto, waitroom.ModeManual}).Draw(t, "mode"),
+		Capacity:       rapid.IntRange(0, 4).Draw(t, "capacity"),
+		RatePerMinute:  rapid.SampledFrom([]int{0, 0, 0, 1, 6, 60, 120, 600}).Draw(t, "rate"),
+		ActiveTimeout:  d("active_timeout", 0, sec, 5*sec, 10*sec, time.Minute),
+		MaxSession:     d("max_session", 0, 0, 5*sec, 30*sec),
+		WaitingTimeout: d("waiting_timeout", 0, 2*sec, 10*sec, time.Minute),
+		Grace:          d("grace", 0, sec, 5*sec, 30*sec),
+		Paused:         rapid.IntRange(0, 4).Draw(t, "paused") == 0,
+	}
+}
+
+// when returns the time an operation passes: usually the clock, sometimes
+// a little earlier, which the store must treat as its latest time.
+func (h *modelRun) when(t *rapid.T) time.Time {
+	if rapid.IntRange(0, 7).Draw(t, "skew") == 0 {
+		return h.clock.Add(-rapid.SampledFrom([]time.Duration{msec, sec, time.Minute}).Draw(t, "skew_by"))
+	}
+	return h.clock
+}
+
+// begin starts an operation on the model and forgets earlier events.
+func (h *modelRun) begin(t *rapid.T, format string, args ...any) {
+	h.m.begin()
+	h.mu.Lock()
+	h.events = nil
+	h.mu.Unlock()
+	t.Logf("op %d at %s: %s", h.m.op, rel(h.clock), fmt.Sprintf(format, args...))
+}
+
+// recover brings a room that answered an operation with an error to a state
+// every backend agrees on: whether or not the refused operation kept its
+// expiries and admissions, a Sweep at the same time does them.
+func (h *modelRun) recover(t *rapid.T, now time.Time) {
+	if _, err := h.s.Sweep(h.ctx, h.m.name, now); err != nil {
+		t.Fatalf("Sweep after a refused operation: error = %v", err)
+	}
+	h.m.sweep(now)
+}
+
+func (h *modelRun) noRoom(t *rapid.T, what string, err error) {
+	t.Helper()
+	wantCode(t, what+" on a deleted room", err, waitroom.CodeRoomNotFound)
+}
+
+func (h *modelRun) pick(t *rapid.T) string {
+	if len(h.all) == 0 {
+		t.Skip("no sessions yet")
+	}
+	return h.all[rapid.IntRange(0, len(h.all)-1).Draw(t, "session")]
+}
+
+func (h *modelRun) tick(t *rapid.T) {
+	d := rapid.SampledFrom(modelSteps).Draw(t, "step")
+	h.clock = h.clock.Add(d)
+	t.Logf("time passes: %s, now %s", d, rel(h.clock))
+}
+
+func (h *modelRun) putRoom(t *rapid.T, cfg waitroom.RoomConfig, skew bool) {
+	now := h.clock
+	if skew && h.m.exists {
+		now = h.when(t)
+	}
+	h.begin(t, "PutRoom %+v", cfg)
+	r, created, err := h.s.PutRoom(h.ctx, h.m.name, cfg, now)
+	if err != nil {
+		t.Fatalf("PutRoom error = %v", err)
+	}
+	wantCreated := h.m.putRoom(cfg, now)
+	if created != wantCreated {
+		t.Fatalf("PutRoom created = %v, want %v", created, wantCreated)
+	}
+	if want := h.roomInfo(); r != want {
+		t.Fatalf("PutRoom = %+v, want %+v", r, want)
+	}
+	h.checkEvents(t, waitroom.EventConfig)
+}
+
+func (h *modelRun) deleteRoom(t *rapid.T) {
+	force := rapid.IntRange(0, 3).Draw(t, "force") == 0
+	now := h.when(t)
+	h.begin(t, "DeleteRoom force=%v", force)
+	err := h.s.DeleteRoom(h.ctx, h.m.name, force, now)
+	if !h.m.exists {
+		h.noRoom(t, "DeleteRoom", err)
+		return
+	}
+	if h.m.deleteRoom(force, now) {
+		wantCode(t, "DeleteRoom with live sessions", err, waitroom.CodeRoomNotEmpty)
+		h.recover(t, now)
+		h.checkEvents(t, "")
+		return
+	}
+	if err != nil {
+		t.Fatalf("DeleteRoom error = %v", err)
+	}
+	h.checkEvents(t, waitroom.EventDeleted)
+}
+
+func (h *modelRun) join(t *rapid.T) {
+	key := rapid.SampledFrom(modelKeys).Draw(t, "key")
+	now := h.when(t)
+	h.begin(t, "Join key=%q", key)
+	got, err := h.s.Join(h.ctx, h.m.name, key, now)
+	if !h.m.exists {
+		h.noRoom(t, "Join", err)
+		return
+	}
+	s, already := h.m.join(key, got.ID, now)
+	if already {
+		wantCode(t, "Join with a key that holds a live session", err, waitroom.CodeAlreadyJoined)
+		var e *waitroom.Error
+		errors.As(err, &e)
+		if e.Session == nil {
+			t.Fatalf("already_joined error without the live Session")
+		}
+		h.compare(t, "already_joined Session", *e.Session, s)
+		h.recover(t, now)
+		h.checkEvents(t, "")
+		return
+	}
+	if err != nil {
+		t.Fatalf("Join error = %v", err)
+	}
+	h.all = append(h.all, got.ID)
+	h.sessions[s.ticket] = s
+	h.compare(t, "Join", got, s)
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+// session resolves id for an operation: the model session, or nil with the
+// error the store must give (the room or the session is gone).
+func (h *modelRun) session(id string) (*mSession, waitroom.Code) {
+	if !h.m.exists {
+		return nil, waitroom.CodeRoomNotFound
+	}
+	if s := h.m.find(id); s != nil {
+		return s, ""
+	}
+	return nil, waitroom.CodeSessionNotFound
+}
+
+func (h *modelRun) leave(t *rapid.T) {
+	id := h.pick(t)
+	reason := rapid.SampledFrom([]waitroom.Reason{waitroom.ReasonLeft, waitroom.ReasonRevoked}).Draw(t, "reason")
+	now := h.when(t)
+	s, code := h.session(id)
+	h.begin(t, "Leave %s reason=%s", h.label(id), reason)
+	got, err := h.s.Leave(h.ctx, h.m.name, id, reason, now)
+	if h.refused(t, "Leave", err, code, now) {
+		return
+	}
+	h.m.leave(s, reason, now)
+	h.compare(t, "Leave", got, s)
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+func (h *modelRun) presence(t *rapid.T, activity bool) {
+	id := h.pick(t)
+	now := h.when(t)
+	s, code := h.session(id)
+	name := "Session"
+	call := h.s.Session
+	if activity {
+		name, call = "Heartbeat", h.s.Heartbeat
+	}
+	h.begin(t, "%s %s", name, h.label(id))
+	got, err := call(h.ctx, h.m.name, id, now)
+	if h.refused(t, name, err, code, now) {
+		return
+	}
+	h.m.presence(s, activity, now)
+	h.compare(t, name, got, s)
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+func (h *modelRun) away(t *rapid.T) {
+	id := h.pick(t)
+	now := h.when(t)
+	s, code := h.session(id)
+	h.begin(t, "Away %s", h.label(id))
+	err := h.s.Away(h.ctx, h.m.name, id, now)
+	if h.refused(t, "Away", err, code, now) {
+		return
+	}
+	h.m.goAway(s, now)
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+// refused checks an operation on a session the model says cannot succeed,
+// and reports whether it was one.
+func (h *modelRun) refused(t *rapid.T, what string, err error, code waitroom.Code, now time.Time) bool {
+	t.Helper()
+	if code == "" {
+		if err != nil {
+			t.Fatalf("%s error = %v, want success", what, err)
+		}
+		return false
+	}
+	wantCode(t, what, err, code)
+	if code != waitroom.CodeRoomNotFound {
+		h.recover(t, now)
+		h.checkEvents(t, "")
+	}
+	return true
+}
+
+func (h *modelRun) advance(t *rapid.T) {
+	n := rapid.IntRange(1, 4).Draw(t, "n")
+	now := h.when(t)
+	h.begin(t, "Advance %d", n)
+	got, err := h.s.Advance(h.ctx, h.m.name, n, now)
+	if !h.m.exists {
+		h.noRoom(t, "Advance", err)
+		return
+	}
+	want := h.m.advance(n, now)
+	if want == nil {
+		wantCode(t, "Advance with nobody waiting", err, waitroom.CodeQueueEmpty)
+		h.recover(t, now)
+		h.checkEvents(t, "")
+		return
+	}
+	if err != nil {
+		t.Fatalf("Advance error = %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Advance returned %s, want %d sessions", describe(got), len(want))
+	}
+	for i := range got {
+		h.compare(t, fmt.Sprintf("Advance result %d", i), got[i], want[i])
+	}
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+func (h *modelRun) sweep(t *rapid.T) {
+	now := h.when(t)
+	h.begin(t, "Sweep")
+	got, err := h.s.Sweep(h.ctx, h.m.name, now)
+	if !h.m.exists {
+		h.noRoom(t, "Sweep", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("Sweep error = %v", err)
+	}
+	expired, admitted := h.m.sweep(now)
+	if got.Expired != expired || got.Admitted != admitted {
+		t.Fatalf("Sweep = %d expired, %d admitted; want %d, %d", got.Expired, got.Admitted, expired, admitted)
+	}
+	// Next may be early (a lazy schedule), never late, never now or before.
+	if !got.Next.IsZero() && !got.Next.After(h.m.latest) {
+		t.Fatalf("Sweep Next = %s, not after now %s", rel(got.Next), rel(h.m.latest))
+	}
+	if due, ok := h.m.nextDue(); ok && (got.Next.IsZero() || got.Next.After(due)) {
+		t.Fatalf("Sweep Next = %s, want at or before %s, when something is due", rel(got.Next), rel(due))
+	}
+	h.checkEvents(t, waitroom.EventSessions)
+}
+
+// label names a session in the log.
+func (h *modelRun) label(id string) string {
+	if sid, err := waitroom.ParseSessionID(id); err == nil {
+		return fmt.Sprintf("#%d", sid.Ticket)
+	}
+	return fmt.Sprintf("%q", id)
+}
+
+func (h *modelRun) roomInfo() waitroom.Room {
+	w, a := h.m.counts()
+	return waitroom.Room{Name: h.m.name, RoomConfig: h.m.cfg, Waiting: w, Active: a, LastTicket: h.m.lastTicket}
+}
+
+// compare checks a session the store returned against the model's view.
+func (h *modelRun) compare(t fataler, what string, got waitroom.Session, s *mSession) {
+	t.Helper()
+	want := h.m.view(s)
+	if s.status.Final() && s.allowedReason(got.EndReason) {
+		want.EndReason = got.EndReason // deadlines tied: any of their reasons
+	}
+	if d := sessionDiff(got, want); d != "" {
+		t.Fatalf("%s of #%d: %s", what, s.ticket, d)
+	}
+}
+
+// sessionDiff describes how got differs from want, ignoring the ETA.
+func sessionDiff(got, want waitroom.Session) string {
+	got.ETA, want.ETA = nil, nil
+	sameTimes := got.JoinedAt.Equal(want.JoinedAt) && got.AdmittedAt.Equal(want.AdmittedAt) && got.EndedAt.Equal(want.EndedAt)
+	g, w := got, want
+	g.JoinedAt, g.AdmittedAt, g.EndedAt = time.Time{}, time.Time{}, time.Time{}
+	w.JoinedAt, w.AdmittedAt, w.EndedAt = time.Time{}, time.Time{}, time.Time{}
+	if sameTimes && g == w {
+		return ""
+	}
+	return fmt.Sprintf("\n got %s\nwant %s", fmtSession(got), fmtSession(want))
+}
+
+func fmtSession(s waitroom.Session) string {
+	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q}",
+		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
+		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room)
+}
+
+// checkEvents compares the events of the operation with the model's
+// changes. kind, when set, is the kind the operation's event must have if
+// there is one (config and deleted events are always expected).
+func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
+	t.Helper()
+	h.mu.Lock()
+	events := h.events
+	h.events = nil
+	h.mu.Unlock()
+
+	got := collapse(changesOf(events))
+	want := collapse(h.m.changeKeys())
+	if !maps.Equal(got, want) {
+		t.Fatalf("events %s: changes %v, want %v", describeEvents(events), sortedChanges(got), sortedChanges(want))
+	}
+	if (kind == waitroom.EventConfig || kind == waitroom.EventDeleted) && !slices.ContainsFunc(events, func(e waitroom.Event) bool { return e.Kind == kind }) {
+		t.Fatalf("events %s, want one of kind %q", describeEvents(events), kind)
+	}
+	for _, e := range events {
+		if kind == waitroom.EventConfig && e.Kind == waitroom.EventConfig && (e.Config == nil || *e.Config != h.m.cfg) {
+			t.Fatalf("config event carries %+v, want %+v", e.Config, h.m.cfg)
+		}
+		if !e.At.Equal(h.m.latest) {
+			t.Fatalf("event at %s, want the operation's time %s", rel(e.At), rel(h.m.latest))
+		}
+		for _, c := range e.Changes {
+			s := h.sessions[c.Session.Ticket]
+			if s == nil || c.Session.ID != s.id || c.Session.Room != h.m.name {
+				t.Fatalf("event change for #%d: id %.8s…, room %q; not a session of this room", c.Session.Ticket, c.Session.ID, c.Session.Room)
+			}
+			if c.Session.Status.Final() && (!s.allowedReason(c.Session.EndReason) || !c.Session.EndedAt.Equal(s.ended)) {
+				t.Fatalf("event change for #%d: reason %q, ended %s; want one of %v at %s",
+					c.Session.Ticket, c.Session.EndReason, rel(c.Session.EndedAt), s.reasons, rel(s.ended))
+			}
+		}
+	}
+	if len(events) > 0 && h.m.exists {
+		last := events[len(events)-1]
+		w, a := h.m.counts()
+		if last.Waiting != w || last.Active != a || last.LastTicket != h.m.lastTicket {
+			t.Fatalf("last event totals: waiting %d, active %d, last ticket %d; want %d, %d, %d",
+				last.Waiting, last.Active, last.LastTicket, w, a, h.m.lastTicket)
+		}
+	}
+}
+
+func sortedChanges(m map[int64]changeKey) []changeKey {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]changeKey, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+// check compares everything the store reports about the room with the model.
+func (h *modelRun) check(t *rapid.T) {
+	t.Helper()
+	m := h.m
+	if !m.exists {
+		_, err := h.s.Room(h.ctx, m.name)
+		wantCode(t, "Room after delete", err, waitroom.CodeRoomNotFound)
+		return
+	}
+	r, err := h.s.Room(h.ctx, m.name)
+	if err != nil {
+		t.Fatalf("Room error = %v", err)
+	}
+	if want := h.roomInfo(); r != want {
+		t.Fatalf("Room = %+v, want %+v", r, want)
+	}
+	rooms, err := h.s.Rooms(h.ctx)
+	if err != nil {
+		t.Fatalf("Rooms error = %v", err)
+	}
+	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || rooms[i] != r {
+		t.Fatalf("Rooms lacks the room or differs from Room: %+v", rooms)
+	}
+
+	// The waiting line, paged with a size that varies from step to step.
+	limit := m.op % 5
+	waiting := collectPages(t, "Waiting", func(after string) ([]waitroom.Session, string, error) {
+		return h.s.Waiting(h.ctx, m.name, waitroom.Page{After: after, Limit: limit})
+	}, limit)
+	wantWaiting := m.withStatus(waitroom.StatusWaiting)
+	if len(waiting) != len(wantWaiting) {
+		t.Fatalf("Waiting lists %s, want %d sessions", describe(waiting), len(wantWaiting))
+	}
+	for i, s := range waiting {
+		h.compare(t, fmt.Sprintf("Waiting entry %d", i), s, wantWaiting[i])
+	}
+
+	// Every session ever issued, read without presence.
+	got, err := h.s.Sessions(h.ctx, m.name, h.all)
+	if err != nil {
+		t.Fatalf("Sessions error = %v", err)
+	}
+	if len(got) != len(h.all) {
+		t.Fatalf("Sessions returned %d for %d ids", len(got), len(h.all))
+	}
+	liveKeys := map[string]int64{}
+	var maxAdmitted int64
+	for i, id := range h.all {
+		s := m.find(id)
+		if s == nil {
+			if got[i].ID != "" {
+				t.Fatalf("Sessions of %s from a deleted incarnation = %s, want the zero Session", h.label(id), fmtSession(got[i]))
+			}
+			continue
+		}
+		h.compare(t, "Sessions", got[i], s)
+		if got[i].Status.Live() && got[i].Key != "" {
+			if other, dup := liveKeys[got[i].Key]; dup {
+				t.Fatalf("key %q has two live sessions, #%d and #%d", got[i].Key, other, got[i].Ticket)
+			}
+			liveKeys[got[i].Key] = got[i].Ticket
+		}
+		if !got[i].AdmittedAt.IsZero() {
+			maxAdmitted = max(maxAdmitted, got[i].Ticket)
+		}
+	}
+	if len(waiting) > 0 && waiting[0].Ticket < maxAdmitted {
+		t.Fatalf("FIFO broken: #%d was admitted while #%d waits", maxAdmitted, waiting[0].Ticket)
+	}
+
+	// The history: newest first, optionally filtered.
+	status := []waitroom.Status{"", waitroom.StatusServed, waitroom.StatusLeft, waitroom.StatusExpired}[m.op%4]
+	hist := collectPages(t, "History", func(after string) ([]waitroom.Session, string, error) {
+		return h.s.History(h.ctx, m.name, status, waitroom.Page{After: after, Limit: 3})
+	}, 3)
+	var wantHist []*mSession
+	for _, s := range m.sessions {
+		if s.status.Final() && (status == "" || s.status == status) {
+			wantHist = append(wantHist, s)
+		}
+	}
+	if len(hist) != len(wantHist) {
+		t.Fatalf("History(%q) = %s, want %d sessions", status, describe(hist), len(wantHist))
+	}
+	lastOp := int(^uint(0) >> 1)
+	for i, e := range hist {
+		s := m.find(e.ID)
+		if s == nil || !s.status.Final() || (status != "" && s.status != status) {
+			t.Fatalf("History(%q) entry %d is %s, not an ended session of the model", status, i, fmtSession(e))
+		}
+		if s.endOp > lastOp {
+			t.Fatalf("History(%q) is not newest first: #%d (ended in op %d) after one ended in op %d", status, s.ticket, s.endOp, lastOp)
+		}
+		lastOp = s.endOp
+		want := m.view(s)
+		if s.allowedReason(e.EndReason) {
+			want.EndReason = e.EndReason
+		}
+		want.Waiting, want.Active, want.Capacity = e.Waiting, e.Active, e.Capacity // totals of the past
+		if d := sessionDiff(e, want); d != "" {
+			t.Fatalf("History entry %d: %s", i, d)
+		}
+	}
+}
