@@ -22,22 +22,10 @@ build:
 run: build
 	./$(BIN) serve $(ARGS)
 
-# deps installs what the tests need and the machine lacks: the sqlite3 shell,
-# and a C compiler because -race needs cgo. It installs only as root on a
-# Debian machine with apt-get (as CI runs); elsewhere it says what is missing.
-# apt-get update runs once, and only when something is missing.
+# deps installs what the tests need and the machine lacks (as root on Debian;
+# elsewhere it says what is missing). The list lives in .ci/deps.
 deps:
-	@missing=""; \
-	command -v sqlite3 >/dev/null 2>&1 || missing="$$missing sqlite3"; \
-	cc=$$($(GO) env CC); command -v "$${cc:-gcc}" >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
-	if [ -z "$$missing" ]; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "deps: installing$$missing"; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
-	else \
-		echo "deps: missing$$missing; install with your package manager (tests that need them will say so)" >&2; \
-	fi
+	@bash .ci/deps
 
 test: deps
 	$(GO) vet ./...

@@ -628,6 +628,9 @@ func (s *Store) History(ctx context.Context, name string, status waitroom.Status
 	}
 	if r.hist != nil {
 		out, next, err := r.hist.list(status, page)
+		for i := range out {
+			r.totals(&out[i])
+		}
 		r.mu.Unlock()
 		return out, next, err
 	}
@@ -647,6 +650,11 @@ func (s *Store) History(ctx context.Context, name string, status waitroom.Status
 		}
 		return nil, "", err
 	}
+	r.mu.RLock()
+	for i := range out {
+		r.totals(&out[i])
+	}
+	r.mu.RUnlock()
 	return out, next, nil
 }
 
