@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Status is where a session stands.
@@ -107,17 +108,16 @@ func (s Session) MarshalJSON() ([]byte, error) {
 // AppendJSON appends the JSON form of s to b.
 func (s Session) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = strconv.AppendQuote(b, s.ID)
+	b = appendString(b, s.ID)
 	b = append(b, `,"room":`...)
-	b = strconv.AppendQuote(b, s.Room)
+	b = appendString(b, s.Room)
 	b = append(b, `,"status":`...)
-	b = strconv.AppendQuote(b, string(s.Status))
+	b = appendString(b, string(s.Status))
 	b = append(b, `,"ticket":`...)
 	b = strconv.AppendInt(b, s.Ticket, 10)
 	if s.Key != "" {
 		b = append(b, `,"key":`...)
-		kb, _ := json.Marshal(s.Key) // escapes for HTML safety like every other string
-		b = append(b, kb...)
+		b = appendString(b, s.Key)
 	}
 	if s.Status == StatusWaiting && s.Position > 0 {
 		b = append(b, `,"position":`...)
@@ -144,9 +144,61 @@ func (s Session) AppendJSON(b []byte) []byte {
 	b = appendTime(b, `,"ended_at":"`, s.EndedAt)
 	if s.EndReason != "" {
 		b = append(b, `,"end_reason":`...)
-		b = strconv.AppendQuote(b, string(s.EndReason))
+		b = appendString(b, string(s.EndReason))
 	}
 	return append(b, '}')
+}
+
+// appendString appends v as a JSON string, escaped as encoding/json does:
+// control characters, quotes and backslashes, <, > and & (so the JSON is safe
+// inside HTML), U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
+func appendString(b []byte, v string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, v[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, v[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, v[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, v[start:]...)
+	return append(b, '"')
 }
 
 func appendTime(b []byte, prefix string, t time.Time) []byte {

@@ -20,6 +20,29 @@ import (
 // time. Calls for one room should pass non-decreasing times; a store treats an
 // earlier now as equal to the latest it has seen for that room.
 //
+// Every method that takes now first ends what is due at now and admits into
+// the slots that frees, all stamped now; then it does its own work; then it
+// ends and admits again what that work made due. So no answer ever shows a
+// session past its deadline, whether or not Sweep ran; Sweep makes the same
+// happen without a request. Methods without now report the state as of the
+// room's last operation.
+//
+// Deadlines. A waiting session is due at last_seen + WaitingTimeout
+// (ReasonNoPresence) and, while away, at away_until (ReasonGone). An active
+// session is due at admitted_at + MaxSession (ReasonMaxSession), at
+// last_active + ActiveTimeout (ReasonIdle) and, while away, at away_until
+// (ReasonGone). A zero duration means no such deadline. The earliest names the
+// reason; on a tie the order is the one just given. Presence (Session,
+// Heartbeat) sets last_seen of a waiting session and ends an away period;
+// Heartbeat also sets last_active of an active one. Admission sets
+// last_active; a session admitted while away stays away.
+//
+// Admission in an auto room that is not paused: while Active < Capacity,
+// someone waits and the rate allows, the waiting session with the smallest
+// ticket becomes active. RatePerMinute R > 0 is a token bucket of
+// max(1, ceil(R/60)) tokens refilled at R tokens a minute, full when the room
+// is created or reconfigured; each automatic admission takes a token.
+//
 // Errors are *Error values: CodeRoomNotFound, CodeSessionNotFound,
 // CodeInvalidSessionID and the others named on each method, or
 // CodeUnavailable when the backend fails. Implementations are safe for

@@ -156,6 +156,55 @@ func testMaxSession(f *fixture) {
 	f.wantPeek("r", a, waitroom.StatusExpired, 0, waitroom.ReasonMaxSession)
 	got := f.wantPeek("r", b, waitroom.StatusActive, 0, "")
 	wantTime(f.t, "b admitted_at", got.AdmittedAt, at(25*sec))
+	// max_session counts from admission, not from joining (b joined at 1s).
+	for _, t := range []time.Duration{33, 41, 49} {
+		f.heartbeat("r", b.ID, at(t*sec))
+	}
+	f.sweep("r", at(50*sec-msec))
+	f.wantPeek("r", b, waitroom.StatusActive, 0, "")
+	f.sweep("r", at(50*sec))
+	f.wantPeek("r", b, waitroom.StatusExpired, 0, waitroom.ReasonMaxSession)
+}
+
+func testConfigChangeAndDeadlines(f *fixture) {
+	// A PutRoom first expires what is due under the old configuration...
+	cfg := quiet(0)
+	cfg.WaitingTimeout = dur(10 * sec)
+	f.put("r", cfg, at(0))
+	a := f.join("r", "", at(0))
+	off := cfg
+	off.WaitingTimeout = 0
+	r := f.put("r", off, at(20*sec))
+	if r.Waiting != 0 {
+		f.t.Fatalf("PutRoom after a's deadline = %+v, want a expired first", r)
+	}
+	got := f.wantPeek("r", a, waitroom.StatusExpired, 0, waitroom.ReasonNoPresence)
+	wantTime(f.t, "ended_at", got.EndedAt, at(20*sec))
+
+	// ...and then deadlines follow the new timeouts, earlier or later.
+	long := quiet(1)
+	long.WaitingTimeout = dur(time.Minute)
+	long.ActiveTimeout = dur(time.Minute)
+	f.put("q", long, at(0))
+	b := f.join("q", "", at(0))
+	c := f.join("q", "", at(0))
+	short := long
+	short.WaitingTimeout = dur(10 * sec)
+	short.ActiveTimeout = dur(20 * sec)
+	f.put("q", short, at(5*sec))
+	f.sweep("q", at(10*sec-msec))
+	f.wantPeek("q", c, waitroom.StatusWaiting, 1, "")
+	f.sweep("q", at(10*sec))
+	f.wantPeek("q", c, waitroom.StatusExpired, 0, waitroom.ReasonNoPresence)
+	f.sweep("q", at(20*sec))
+	f.wantPeek("q", b, waitroom.StatusExpired, 0, waitroom.ReasonIdle)
+
+	d := f.join("q", "", at(30*sec))
+	f.put("q", long, at(40*sec))
+	f.sweep("q", at(89*sec))
+	f.wantPeek("q", d, waitroom.StatusActive, 0, "")
+	f.sweep("q", at(90*sec))
+	f.wantPeek("q", d, waitroom.StatusExpired, 0, waitroom.ReasonIdle)
 }
 
 func testWaitingTimeout(f *fixture) {
@@ -429,6 +478,22 @@ func testRateBurstAndRefill(f *fixture) {
 	out := f.advance("r", 2, at(10*sec+500*msec))
 	wantTickets(f.t, "Advance with an empty bucket", out, y.Ticket, z.Ticket)
 	f.wantPeek("r", z, waitroom.StatusActive, 0, "")
+}
+
+func testRateBurstRoundsUp(f *fixture) {
+	// 90 a minute is 1.5 a second: bursts of 2, a token every 666.67ms.
+	cfg := quiet(100)
+	cfg.RatePerMinute = 90
+	f.put("r", cfg, at(0))
+	s := []waitroom.Session{f.join("r", "", at(0)), f.join("r", "", at(0)), f.join("r", "", at(0))}
+	wantState(f.t, "second join (burst of 2)", s[1], waitroom.StatusActive, 0, "")
+	wantState(f.t, "third join", s[2], waitroom.StatusWaiting, 1, "")
+	if res := f.sweep("r", at(666*msec)); res.Admitted != 0 {
+		f.t.Fatalf("Sweep at 666ms = %+v, want nobody admitted", res)
+	}
+	if res := f.sweep("r", at(667*msec)); res.Admitted != 1 {
+		f.t.Fatalf("Sweep at 667ms = %+v, want 1 admitted", res)
+	}
 }
 
 func testRateSlow(f *fixture) {

@@ -10,8 +10,8 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// testConcurrency runs many goroutines joining, leaving, heartbeating and
-// sweeping one room at once, then checks the invariants on what the store
+// testConcurrency runs many goroutines joining, leaving, reading,
+// heartbeating and sweeping one room at once, then checks the invariants on what the store
 // reports: active never above capacity (no Advance is used), exact
 // positions, unique tickets, at most one live session per key, FIFO.
 func testConcurrency(f *fixture) {
@@ -91,11 +91,36 @@ func testConcurrency(f *fixture) {
 					}
 				case op < 8:
 					s := mine[rng.IntN(len(mine))]
-					got, err := f.s.Heartbeat(f.ctx, "r", s.ID, now())
+					read, name := f.s.Heartbeat, "Heartbeat"
+					if rng.IntN(2) == 0 {
+						read, name = f.s.Session, "Session"
+					}
+					got, err := read(f.ctx, "r", s.ID, now())
 					if err != nil {
-						report("Heartbeat(ticket %d) error = %v", s.Ticket, err)
+						report("%s(ticket %d) error = %v", name, s.Ticket, err)
 					} else {
-						checkTotals("Heartbeat", got)
+						checkTotals(name, got)
+					}
+				case op < 9 && rng.IntN(2) == 0:
+					// Reads without now, concurrently with the writes.
+					got, err := f.s.Sessions(f.ctx, "r", ids(mine...))
+					if err != nil {
+						report("Sessions error = %v", err)
+					}
+					for _, s := range got {
+						checkTotals("Sessions", s)
+					}
+					page, _, err := f.s.Waiting(f.ctx, "r", waitroom.Page{Limit: 3})
+					if err != nil {
+						report("Waiting error = %v", err)
+					}
+					for i, s := range page {
+						if s.Position != int64(i+1) {
+							report("Waiting first page: entry %d at position %d", i, s.Position)
+						}
+					}
+					if r, err := f.s.Room(f.ctx, "r"); err != nil || r.Active > capacity {
+						report("Room = %+v, %v; want active at most %d", r, err, capacity)
 					}
 				default:
 					if _, err := f.s.Sweep(f.ctx, "r", now()); err != nil {

@@ -23,10 +23,16 @@ import (
 // ended sessions' final status and reason, the history, the events and the
 // invariants.
 //
+// After each step it reads the room, its waiting line, every live session
+// and every session the step touched (and, when the step ended sessions,
+// the first history page); every eighth step and at the end of a sequence
+// it reads every session ever issued and the whole history.
+//
 // It uses one store from newStore and a fresh room for each generated
 // sequence. rapid's flags set the effort: -rapid.checks (sequences, default
-// 100) and -rapid.steps (average steps per sequence, default 30); a failure
-// prints the seed and steps to replay with -rapid.seed.
+// 100) and -rapid.steps (each sequence runs about four times this many
+// steps, default 30). A failure prints the steps and a seed to replay it
+// with -rapid.seed. For a deeper search: -rapid.checks=10000.
 func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 	st := newStore(t)
 	ctx := t.Context()
@@ -45,7 +51,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 		defer func() { _ = st.DeleteRoom(ctx, h.m.name, true, h.clock) }()
 
 		h.putRoom(rt, drawConfig(rt), false)
-		rt.Repeat(map[string]func(*rapid.T){
+		actions := map[string]func(*rapid.T){
 			"join":      h.join,
 			"join2":     h.join,
 			"join3":     h.join,
@@ -57,11 +63,22 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"config":    func(t *rapid.T) { h.putRoom(t, drawConfig(t), true) },
 			"delete":    h.deleteRoom,
 			"sweep":     h.sweep,
+			"sweep2":    h.sweep,
+			"sweep3":    h.sweep,
 			"tick":      h.tick,
 			"tick2":     h.tick,
-			"tick3":     h.tick,
+			"tick_due":  h.tickDue,
+			"tick_due2": h.tickDue,
 			"":          h.check,
-		})
+		}
+		// Bugs hide in long histories (a deadline set many steps ago, a
+		// bucket drained long before), so each sequence is several times
+		// -rapid.steps long.
+		for range modelRounds {
+			rt.Repeat(actions)
+		}
+		h.full = true
+		h.check(rt)
 	})
 }
 
@@ -75,9 +92,18 @@ type modelRun struct {
 	all      []string            // every id issued, in every incarnation of the room
 	sessions map[int64]*mSession // every model session by ticket, kept across deletes
 
+	full bool // check everything, not only what may have changed
+
 	mu     sync.Mutex
 	events []waitroom.Event
 }
+
+// modelRounds is how many times -rapid.steps steps each sequence runs.
+const modelRounds = 4
+
+// fullCheckEvery is how often (in operations) the check reads every
+// session and the whole history, not only what may have changed.
+const fullCheckEvery = 8
 
 var (
 	modelKeys  = []string{"", "", "", "k1", "k2", "k3"}
@@ -92,7 +118,7 @@ func drawConfig(t *rapid.T) waitroom.RoomConfig {
 	return waitroom.RoomConfig{
 		Mode:           rapid.SampledFrom([]waitroom.Mode{waitroom.ModeAuto, waitroom.ModeAuto, waitroom.ModeManual}).Draw(t, "mode"),
 		Capacity:       rapid.IntRange(0, 4).Draw(t, "capacity"),
-		RatePerMinute:  rapid.SampledFrom([]int{0, 0, 0, 1, 6, 60, 120, 600}).Draw(t, "rate"),
+		RatePerMinute:  rapid.SampledFrom([]int{0, 0, 0, 1, 6, 60, 90, 120, 600}).Draw(t, "rate"),
 		ActiveTimeout:  d("active_timeout", 0, sec, 5*sec, 10*sec, time.Minute),
 		MaxSession:     d("max_session", 0, 0, 5*sec, 30*sec),
 		WaitingTimeout: d("waiting_timeout", 0, 2*sec, 10*sec, time.Minute),
@@ -139,6 +165,21 @@ func (h *modelRun) pick(t *rapid.T) string {
 		t.Skip("no sessions yet")
 	}
 	return h.all[rapid.IntRange(0, len(h.all)-1).Draw(t, "session")]
+}
+
+// tickDue moves the clock to the model's next deadline or token, or just
+// before it, where off-by-one bugs live.
+func (h *modelRun) tickDue(t *rapid.T) {
+	due, ok := h.m.nextDue()
+	if !h.m.exists || !ok || !due.After(h.clock) {
+		h.tick(t)
+		return
+	}
+	if rapid.IntRange(0, 2).Draw(t, "just_before") == 0 && due.Sub(h.clock) > msec {
+		due = due.Add(-msec)
+	}
+	h.clock = due
+	t.Logf("time passes to the next due time, now %s", rel(h.clock))
 }
 
 func (h *modelRun) tick(t *rapid.T) {
@@ -485,17 +526,28 @@ func (h *modelRun) check(t *rapid.T) {
 		h.compare(t, fmt.Sprintf("Waiting entry %d", i), s, wantWaiting[i])
 	}
 
-	// Every session ever issued, read without presence.
-	got, err := h.s.Sessions(h.ctx, m.name, h.all)
+	// Sessions, read without presence: every live one and every one this
+	// operation touched after each step; on a full check also every
+	// session ever issued, ended or from a deleted incarnation. (Ended
+	// sessions never change, and reading them may cost a backend a query
+	// each.)
+	full := h.full || m.op%fullCheckEvery == 0
+	var read []string
+	for _, id := range h.all {
+		if s := m.find(id); full || (s != nil && (s.status.Live() || s.endOp == m.op)) {
+			read = append(read, id)
+		}
+	}
+	got, err := h.s.Sessions(h.ctx, m.name, read)
 	if err != nil {
 		t.Fatalf("Sessions error = %v", err)
 	}
-	if len(got) != len(h.all) {
-		t.Fatalf("Sessions returned %d for %d ids", len(got), len(h.all))
+	if len(got) != len(read) {
+		t.Fatalf("Sessions returned %d for %d ids", len(got), len(read))
 	}
 	liveKeys := map[string]int64{}
 	var maxAdmitted int64
-	for i, id := range h.all {
+	for i, id := range read {
 		s := m.find(id)
 		if s == nil {
 			if got[i].ID != "" {
@@ -518,26 +570,45 @@ func (h *modelRun) check(t *rapid.T) {
 		t.Fatalf("FIFO broken: #%d was admitted while #%d waits", maxAdmitted, waiting[0].Ticket)
 	}
 
-	// The history: newest first, optionally filtered.
+	// The history, newest first, optionally filtered: the first page after
+	// a step that ended sessions, every page on a full check.
+	endedNow := slices.ContainsFunc(m.sessions, func(s *mSession) bool { return s.status.Final() && s.endOp == m.op })
+	if !full && !endedNow {
+		return
+	}
 	status := []waitroom.Status{"", waitroom.StatusServed, waitroom.StatusLeft, waitroom.StatusExpired}[m.op%4]
-	hist := collectPages(t, "History", func(after string) ([]waitroom.Session, string, error) {
-		return h.s.History(h.ctx, m.name, status, waitroom.Page{After: after, Limit: 3})
-	}, 3)
 	var wantHist []*mSession
 	for _, s := range m.sessions {
 		if s.status.Final() && (status == "" || s.status == status) {
 			wantHist = append(wantHist, s)
 		}
 	}
-	if len(hist) != len(wantHist) {
-		t.Fatalf("History(%q) = %s, want %d sessions", status, describe(hist), len(wantHist))
+	limit = 1 + m.op%4
+	var hist []waitroom.Session
+	if full {
+		hist = collectPages(t, "History", func(after string) ([]waitroom.Session, string, error) {
+			return h.s.History(h.ctx, m.name, status, waitroom.Page{After: after, Limit: limit})
+		}, limit)
+		if len(hist) != len(wantHist) {
+			t.Fatalf("History(%q) = %s, want %d sessions", status, describe(hist), len(wantHist))
+		}
+	} else {
+		hist, _, err = h.s.History(h.ctx, m.name, status, waitroom.Page{Limit: limit})
+		if err != nil {
+			t.Fatalf("History(%q) error = %v", status, err)
+		}
+		if len(hist) != min(limit, len(wantHist)) {
+			t.Fatalf("History(%q, limit %d) = %s, want %d sessions", status, limit, describe(hist), min(limit, len(wantHist)))
+		}
 	}
 	lastOp := int(^uint(0) >> 1)
+	shown := map[int64]bool{}
 	for i, e := range hist {
 		s := m.find(e.ID)
-		if s == nil || !s.status.Final() || (status != "" && s.status != status) {
-			t.Fatalf("History(%q) entry %d is %s, not an ended session of the model", status, i, fmtSession(e))
+		if s == nil || !s.status.Final() || (status != "" && s.status != status) || shown[s.ticket] {
+			t.Fatalf("History(%q) entry %d is %s, not an ended session of the model (or shown twice)", status, i, fmtSession(e))
 		}
+		shown[s.ticket] = true
 		if s.endOp > lastOp {
 			t.Fatalf("History(%q) is not newest first: #%d (ended in op %d) after one ended in op %d", status, s.ticket, s.endOp, lastOp)
 		}
@@ -549,6 +620,12 @@ func (h *modelRun) check(t *rapid.T) {
 		want.Waiting, want.Active, want.Capacity = e.Waiting, e.Active, e.Capacity // totals of the past
 		if d := sessionDiff(e, want); d != "" {
 			t.Fatalf("History entry %d: %s", i, d)
+		}
+	}
+	// Nothing left out ended later than what was shown.
+	for _, s := range wantHist {
+		if !shown[s.ticket] && s.endOp > lastOp {
+			t.Fatalf("History(%q) = %s leaves out #%d, which ended later (op %d)", status, describe(hist), s.ticket, s.endOp)
 		}
 	}
 }

@@ -523,3 +523,22 @@ func testSessionIDs(f *fixture) {
 func rawTicketID(ticket int64) string {
 	return waitroom.SessionID{Ticket: ticket}.String()
 }
+
+func testPingAndClose(f *fixture) {
+	if err := f.s.Ping(f.ctx); err != nil {
+		f.t.Fatalf("Ping of an open store = %v, want nil", err)
+	}
+	f.put("r", quiet(1), at(0))
+	if err := f.s.Close(); err != nil {
+		f.t.Fatalf("Close = %v, want nil", err)
+	}
+	if err := f.s.Ping(f.ctx); err == nil {
+		f.t.Errorf("Ping after Close = nil, want an error")
+	}
+	if _, err := f.s.Join(f.ctx, "r", "", at(sec)); err == nil {
+		f.t.Errorf("Join after Close = nil error, want one")
+	}
+	if _, err := f.s.Room(f.ctx, "r"); err == nil {
+		f.t.Errorf("Room after Close = nil error, want one")
+	}
+}

@@ -38,7 +38,8 @@ const (
 
 // Run runs the conformance suite: every behaviour and invariant of the
 // waitroom.Store contract, each as a subtest on a fresh store from newStore.
-// newStore registers its own cleanup (closing the store) with t.
+// newStore registers its own cleanup (closing the store) with t; that
+// cleanup must tolerate a store the test already closed.
 func Run(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 	for _, tc := range suite {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +65,7 @@ var suite = []struct {
 	{"ExpiryBeforeEveryOperation", testExpiryBeforeEveryOperation},
 	{"MaxSession", testMaxSession},
 	{"WaitingTimeout", testWaitingTimeout},
+	{"ConfigChangeAndDeadlines", testConfigChangeAndDeadlines},
 	{"HeartbeatRefreshesActivity", testHeartbeatRefreshesActivity},
 	{"AwayWaiting", testAwayWaiting},
 	{"AwayActive", testAwayActive},
@@ -74,6 +76,7 @@ var suite = []struct {
 	{"CapacityZero", testCapacityZero},
 	{"CapacityChange", testCapacityChange},
 	{"RateBurstAndRefill", testRateBurstAndRefill},
+	{"RateBurstRoundsUp", testRateBurstRoundsUp},
 	{"RateSlow", testRateSlow},
 	{"RateResetOnReconfigure", testRateResetOnReconfigure},
 	{"ManualAdvance", testManualAdvance},
@@ -100,6 +103,7 @@ var suite = []struct {
 	{"SweepResult", testSweepResult},
 	{"EarlierNow", testEarlierNow},
 	{"Concurrency", testConcurrency},
+	{"PingAndClose", testPingAndClose},
 }
 
 // fixture is one subtest's store with must-helpers that fail the test on an
