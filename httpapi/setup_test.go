@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,33 +20,11 @@ import (
 
 const adminToken = "test-admin-token"
 
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is one API server over a fresh memstore.
 type env struct {
 	t       testing.TB
 	store   *memstore.Store
-	clock   *testClock
+	clock   *waitroom.ManualClock
 	reg     *prometheus.Registry
 	handler http.Handler
 	srv     *httptest.Server
@@ -55,7 +32,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, store: memstore.New(), clock: newTestClock(), reg: prometheus.NewRegistry()}
+	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
 	e.handler = httpapi.NewHandler(httpapi.Config{
 		Store:      e.store,
 		AdminToken: adminToken,

@@ -383,6 +383,24 @@ func (s *Store) find(r *room, id string) (waitroom.SessionID, *rec, error) {
 	return sid, p, nil
 }
 
+// liveOrEnded returns the live session id names in the locked, settled room
+// r. When there is none it finishes the call: it commits, unlocks r and
+// returns (with a nil rec) the ended session or the error to answer.
+func (s *Store) liveOrEnded(ctx context.Context, r *room, id string) (waitroom.SessionID, *rec, waitroom.Session, error) {
+	sid, p, err := s.find(r, id)
+	if err == nil && p != nil {
+		return sid, p, waitroom.Session{}, nil
+	}
+	after := s.commit(r)
+	hist := r.hist
+	r.mu.Unlock()
+	if err != nil {
+		return sid, nil, waitroom.Session{}, firstErr(after(), err)
+	}
+	out, err := s.ended(ctx, r, sid, hist, after)
+	return sid, nil, out, err
+}
+
 // ended finds an ended session after the room was unlocked. wait is the
 // barrier to pass first.
 func (s *Store) ended(ctx context.Context, r *room, sid waitroom.SessionID, hist *history, wait func() error) (waitroom.Session, error) {
@@ -443,20 +461,12 @@ func (s *Store) presence(ctx context.Context, name, id string, activity bool, no
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
-	sid, p, err := s.find(r, id)
-	if err != nil {
-		after := s.commit(r)
-		r.mu.Unlock()
-		return waitroom.Session{}, firstErr(after(), err)
-	}
+	sid, p, out, err := s.liveOrEnded(ctx, r, id)
 	if p == nil {
-		after := s.commit(r)
-		hist := r.hist
-		r.mu.Unlock()
-		return s.ended(ctx, r, sid, hist, after)
+		return out, err
 	}
 	r.touch(sid.Ticket, p, activity, t)
-	out := r.viewID(id, sid.Ticket, p, true)
+	out = r.viewID(id, sid.Ticket, p, true)
 	after := s.commit(r)
 	r.mu.Unlock()
 	return out, after()
@@ -515,19 +525,11 @@ func (s *Store) Leave(ctx context.Context, name, id string, reason waitroom.Reas
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
-	sid, p, err := s.find(r, id)
-	if err != nil {
-		after := s.commit(r)
-		r.mu.Unlock()
-		return waitroom.Session{}, firstErr(after(), err)
-	}
+	sid, p, out, err := s.liveOrEnded(ctx, r, id)
 	if p == nil {
-		after := s.commit(r)
-		hist := r.hist
-		r.mu.Unlock()
-		return s.ended(ctx, r, sid, hist, after)
+		return out, err
 	}
-	out := r.end(sid.Ticket, p, reason, t)
+	out = r.end(sid.Ticket, p, reason, t)
 	r.settle(t)
 	r.totals(&out)
 	after := s.commit(r)

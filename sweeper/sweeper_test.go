@@ -16,26 +16,9 @@ import (
 	"github.com/waitroom/waitroom/sweeper"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newClock returns a clock the test moves by hand.
+func newClock() *waitroom.ManualClock {
+	return waitroom.NewManualClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // countingStore wraps a store to count the sweeper's calls and to make them
