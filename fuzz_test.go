@@ -1,6 +1,8 @@
 package waitroom_test
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -62,6 +64,16 @@ func FuzzParseSessionID(f *testing.F) {
 	f.Add("AAAAAAAAAAE+AAAAAAAAAAAAAAAAAAA=")
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := waitroom.ParseSessionID(s)
+		// Differential check against the standard library's decoder.
+		raw, stdErr := base64.RawURLEncoding.Strict().DecodeString(s)
+		stdOK := stdErr == nil && len(raw) == 24
+		if stdOK {
+			t := binary.BigEndian.Uint64(raw[:8])
+			stdOK = t >= 1 && t <= 1<<62
+		}
+		if stdOK != (err == nil) {
+			t.Fatalf("ParseSessionID(%q) error = %v, but encoding/base64 accepts it: %v", s, err, stdOK)
+		}
 		if err != nil {
 			if code := waitroom.ErrorCode(err); code != waitroom.CodeInvalidSessionID {
 				t.Fatalf("ParseSessionID(%q) code = %q, want %q", s, code, waitroom.CodeInvalidSessionID)
