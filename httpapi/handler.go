@@ -8,6 +8,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/push"
 )
 
 // Config holds what the handler needs.
@@ -34,16 +36,34 @@ type Config struct {
 	// Registry receives the request metrics and is served at /metrics; nil
 	// means a new private registry.
 	Registry *prometheus.Registry
+	// Hub pushes session updates to event streams (SSE and WebSocket). nil
+	// makes one over Store that lives as long as the process; servers pass
+	// their own so they can close it on shutdown, which ends every stream.
+	Hub *push.Hub
+	// ETA completes a waiting session with its estimated wait (the
+	// eta.Estimator's Fill); nil leaves estimates out.
+	ETA func(s *waitroom.Session, now time.Time)
+	// StreamHeartbeat is how often an idle event stream gets a keep-alive
+	// (an SSE comment or a WebSocket ping); default 15s.
+	StreamHeartbeat time.Duration
+	// StreamPresence, when set, is how often an open stream refreshes its
+	// session's presence; by default a third of the room's waiting_timeout,
+	// between 1s and 15s.
+	StreamPresence time.Duration
 }
 
 // server is the http.Handler NewHandler returns.
 type server struct {
-	store   waitroom.Store
-	clock   waitroom.Clock
-	log     *slog.Logger
-	admin   adminToken
-	mux     *http.ServeMux
-	metrics http.Handler
+	hub      *push.Hub
+	eta      func(s *waitroom.Session, now time.Time)
+	beat     time.Duration
+	presence time.Duration
+	store    waitroom.Store
+	clock    waitroom.Clock
+	log      *slog.Logger
+	admin    adminToken
+	mux      *http.ServeMux
+	metrics  http.Handler
 	// durations is the request duration histogram; see instrument.go.
 	durations *prometheus.HistogramVec
 }
@@ -63,12 +83,19 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Hub == nil {
+		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.ETA})
+	}
 	s := &server{
-		store: cfg.Store,
-		clock: cfg.Clock,
-		log:   cfg.Logger,
-		admin: newAdminToken(cfg.AdminToken),
-		mux:   http.NewServeMux(),
+		hub:      cfg.Hub,
+		eta:      cfg.ETA,
+		beat:     cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
+		presence: cfg.StreamPresence,
+		store:    cfg.Store,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		admin:    newAdminToken(cfg.AdminToken),
+		mux:      http.NewServeMux(),
 		metrics: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			// One failing collector must not hide every other metric.
 			ErrorHandling: promhttp.ContinueOnError,
@@ -159,6 +186,14 @@ func (c *capture) Write(b []byte) (int, error) {
 func (c *capture) WriteHeader(code int) {
 	if c.code == 0 {
 		c.code = code
+	}
+}
+
+// withETA completes a waiting session with its estimate, when there is an
+// estimator.
+func (s *server) withETA(x *waitroom.Session, now time.Time) {
+	if s.eta != nil {
+		s.eta(x, now)
 	}
 }
 

@@ -125,6 +125,10 @@ func (s *server) waiting(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	now := s.now()
+	for i := range sessions {
+		s.withETA(&sessions[i], now)
+	}
 	return writeJSON(w, http.StatusOK, pageAnswer{Sessions: nonNil(sessions), Next: next})
 }
 

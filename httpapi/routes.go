@@ -12,6 +12,9 @@ func (s *server) routes() {
 	// Leave, or revoke with the admin token.
 	m.Handle("DELETE /v1/rooms/{room}/sessions/{id}", s.api(s.leave))
 	m.Handle("GET /v1/rooms/{room}", s.api(s.roomStatus))
+	// Live updates: Server-Sent Events, and the same over WebSocket.
+	m.Handle("GET /v1/rooms/{room}/sessions/{id}/events", s.api(s.events))
+	m.Handle("GET /v1/rooms/{room}/sessions/{id}/ws", s.api(s.websocket))
 
 	// Admin: Authorization: Bearer <admin token>.
 	m.Handle("PUT /v1/rooms/{room}", s.adminOnly(s.putRoom))

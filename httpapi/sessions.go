@@ -38,10 +38,12 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 		}
 		key = *req.Key
 	}
-	sess, err := s.store.Join(r.Context(), room, key, s.now())
+	now := s.now()
+	sess, err := s.store.Join(r.Context(), room, key, now)
 	if err != nil {
 		return err
 	}
+	s.withETA(&sess, now)
 	writeSession(w, http.StatusCreated, sess)
 	return nil
 }
@@ -52,10 +54,12 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.store.Session(r.Context(), room, r.PathValue("id"), s.now())
+	now := s.now()
+	sess, err := s.store.Session(r.Context(), room, r.PathValue("id"), now)
 	if err != nil {
 		return err
 	}
+	s.withETA(&sess, now)
 	writeSession(w, http.StatusOK, sess)
 	return nil
 }
@@ -66,10 +70,12 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.store.Heartbeat(r.Context(), room, r.PathValue("id"), s.now())
+	now := s.now()
+	sess, err := s.store.Heartbeat(r.Context(), room, r.PathValue("id"), now)
 	if err != nil {
 		return err
 	}
+	s.withETA(&sess, now)
 	writeSession(w, http.StatusOK, sess)
 	return nil
 }

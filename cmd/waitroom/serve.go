@@ -23,9 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/metrics"
+	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/sweeper"
 )
@@ -195,12 +197,27 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		sweeping.Wait()
 	}()
 
+	// ETAs come from admissions seen in store events; the hub pushes
+	// updates to event streams and is closed first on shutdown, so every
+	// stream ends and Shutdown need not wait for them.
+	estimator := eta.New(store)
+	defer estimator.Close()
+	hub := push.New(store, push.Options{
+		Clock: clock,
+		Fill:  estimator.Fill,
+		OnError: func(room string, err error) {
+			logger.Warn("push: reading sessions", "room", room, "err", err)
+		},
+	})
+	defer hub.Close()
 	handler := httpapi.NewHandler(httpapi.Config{
 		Store:      store,
 		AdminToken: token,
 		Clock:      clock,
 		Logger:     logger,
 		Registry:   reg,
+		Hub:        hub,
+		ETA:        estimator.Fill,
 	})
 	// Runtime and process metrics next to waitroom's own. Registered after
 	// the handler, tolerating duplicates, in case a package registers them too.
@@ -213,6 +230,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	srv := newHTTPServer(ctx, handler, logger)
+	srv.RegisterOnShutdown(hub.Close)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
 	if err != nil {

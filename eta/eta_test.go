@@ -1,0 +1,115 @@
+package eta
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/memstore"
+)
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestEstimateRange checks the estimate's shape: proportional to position,
+// with a range that holds the estimate and narrows as evidence grows.
+func TestEstimateRange(t *testing.T) {
+	one := Estimate(10, 10, 100*time.Second, 0) // 0.1 admissions/s
+	if one.Seconds != 100 {
+		t.Errorf("position 10 at 0.1/s: got %ds, want 100s", one.Seconds)
+	}
+	if !(one.Low <= one.Seconds && one.Seconds <= one.High) {
+		t.Errorf("range %d..%d does not hold %d", one.Low, one.High, one.Seconds)
+	}
+	two := Estimate(20, 10, 100*time.Second, 0)
+	if two.Seconds != 2*one.Seconds {
+		t.Errorf("position 20: got %ds, want twice position 10's %ds", two.Seconds, one.Seconds)
+	}
+	more := Estimate(10, 1000, 10_000*time.Second, 0) // same rate, 100× the evidence
+	if more.Seconds != one.Seconds {
+		t.Errorf("same rate, more evidence: got %ds, want %ds", more.Seconds, one.Seconds)
+	}
+	if more.High-more.Low >= one.High-one.Low {
+		t.Errorf("range with 1000 admissions (%d..%d) is not narrower than with 10 (%d..%d)", more.Low, more.High, one.Low, one.High)
+	}
+	capped := Estimate(10, 600, 60*time.Second, 60) // observed 10/s, limit 1/s
+	if capped.Seconds != 10 {
+		t.Errorf("rate-limited room: got %ds, want 10s (the limit, not the observed burst)", capped.Seconds)
+	}
+	if Estimate(0, 10, time.Minute, 0) != nil || Estimate(5, 0, time.Minute, 0) != nil {
+		t.Error("no position or no admissions: want no estimate")
+	}
+}
+
+// TestFillFromStore follows a real store: no estimate before two
+// admissions, one after, none while paused, none for active sessions.
+func TestFillFromStore(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	e := New(s)
+	defer e.Close()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 1
+	cfg.WaitingTimeout = 0
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 6 {
+		x, err := s.Join(ctx, "r", "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, x.ID)
+	}
+	last := func(at time.Time) waitroom.Session {
+		x, err := s.Session(ctx, "r", ids[len(ids)-1], at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Fill(&x, at)
+		return x
+	}
+	if x := last(t0); x.ETA != nil {
+		t.Errorf("before anyone left the line: got ETA %+v, want none", *x.ETA)
+	}
+	// One admission every 10 seconds.
+	now := t0
+	for i := 0; i < 3; i++ {
+		now = now.Add(10 * time.Second)
+		if _, err := s.Leave(ctx, "r", ids[i], waitroom.ReasonLeft, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := last(now)
+	if x.ETA == nil {
+		t.Fatal("after three admissions from the line: no ETA, want one")
+	}
+	// Three admissions from the line (ticket 1 never waited) in the 30s
+	// since the room was created: 0.1/s, so position 2 waits 20s.
+	if x.Position != 2 || x.ETA.Seconds != 20 {
+		t.Errorf("position %d: got ETA %ds, want 20s at three admissions in 30s", x.Position, x.ETA.Seconds)
+	}
+	active, err := s.Session(ctx, "r", ids[3], now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Fill(&active, now)
+	if active.ETA != nil {
+		t.Error("active session got an ETA")
+	}
+	cfg.Paused = true
+	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
+		t.Fatal(err)
+	}
+	if x := last(now); x.ETA != nil {
+		t.Errorf("paused room: got ETA %+v, want none", *x.ETA)
+	}
+	cfg.Paused = false
+	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
+		t.Fatal(err)
+	}
+	if x := last(now.Add(11 * time.Minute)); x.ETA != nil {
+		t.Errorf("ten minutes with no admission: got ETA %+v, want none", *x.ETA)
+	}
+}

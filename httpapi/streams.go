@@ -1,0 +1,237 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/push"
+)
+
+// Stream timing. The heartbeat keeps proxies from closing an idle stream;
+// presence is refreshed at least this often while a stream is open.
+const (
+	streamHeartbeat = 15 * time.Second
+	maxPresenceTick = 15 * time.Second
+	minPresenceTick = time.Second
+	// awayTimeout bounds the Away call made after a client disconnects.
+	awayTimeout = 5 * time.Second
+)
+
+// stream is what SSE and WebSocket share: the session being watched and the
+// presence it keeps up while the client is connected.
+type stream struct {
+	s        *server
+	room, id string
+	watch    *push.Watch
+	presence time.Duration
+}
+
+// openStream validates the request and reads the session (which counts as
+// presence), before anything is written, so errors are the usual JSON ones.
+func (s *server) openStream(r *http.Request) (*stream, waitroom.Session, error) {
+	room, err := roomName(r)
+	if err != nil {
+		return nil, waitroom.Session{}, err
+	}
+	id := r.PathValue("id")
+	now := s.now()
+	cur, err := s.store.Session(r.Context(), room, id, now)
+	if err != nil {
+		return nil, waitroom.Session{}, err
+	}
+	s.withETA(&cur, now)
+	st := &stream{s: s, room: room, id: id, presence: maxPresenceTick}
+	if s.presence > 0 {
+		st.presence = s.presence
+	} else if info, err := s.store.Room(r.Context(), room); err == nil && info.WaitingTimeout > 0 {
+		// Refresh well inside waiting_timeout, so an open stream alone keeps a
+		// waiting session in line.
+		st.presence = min(max(info.WaitingTimeout.D()/3, minPresenceTick), maxPresenceTick)
+	}
+	if !cur.Status.Final() {
+		st.watch = s.hub.Watch(cur)
+	}
+	return st, cur, nil
+}
+
+// touch records presence for an open stream.
+func (st *stream) touch(ctx context.Context) {
+	if _, err := st.s.store.Session(ctx, st.room, st.id, st.s.now()); err != nil && ctx.Err() == nil {
+		st.s.log.Warn("httpapi: presence of an open stream", "room", st.room, "err", err)
+	}
+}
+
+// close ends the watch; when the client went away (rather than the session
+// ending or the server shutting down), the session's grace period starts.
+func (st *stream) close(clientGone bool, last waitroom.Session) {
+	if st.watch != nil {
+		st.watch.Stop()
+	}
+	if !clientGone || last.Status.Final() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), awayTimeout)
+	defer cancel()
+	if err := st.s.store.Away(ctx, st.room, st.id, st.s.now()); err != nil && waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound {
+		st.s.log.Warn("httpapi: away after a dropped stream", "room", st.room, "err", err)
+	}
+}
+
+// events: GET /v1/rooms/{room}/sessions/{id}/events, Server-Sent Events.
+// Each message is "event: session" with the Session JSON: once on connect,
+// then whenever the session's status, position, ETA or room totals change.
+// Event ids increase across reconnects: they continue above Last-Event-ID.
+func (s *server) events(w http.ResponseWriter, r *http.Request) error {
+	st, cur, err := s.openStream(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	// The server may have a write timeout; a stream lives as long as it is needed.
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	next := lastEventID(r.Header.Get("Last-Event-ID"))
+	buf := make([]byte, 0, 1024)
+	send := func(x waitroom.Session) error {
+		next = max(next+1, uint64(s.now().UnixMilli()))
+		buf = append(buf[:0], "id: "...)
+		buf = strconv.AppendUint(buf, next, 10)
+		buf = append(buf, "\nevent: session\ndata: "...)
+		buf = x.AppendJSON(buf)
+		buf = append(buf, "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
+		st.close(true, cur)
+		return nil
+	}
+	if err := send(cur); err != nil || st.watch == nil {
+		st.close(err != nil, cur)
+		return nil
+	}
+	beat := time.NewTicker(s.beat)
+	defer beat.Stop()
+	presence := time.NewTicker(st.presence)
+	defer presence.Stop()
+	last, sent := cur, uint64(1)
+	for {
+		select {
+		case <-ctx.Done():
+			st.close(true, last)
+			return nil
+		case _, open := <-st.watch.C():
+			x, version := st.watch.Latest()
+			if version != sent {
+				sent, last = version, x
+				if err := send(x); err != nil {
+					st.close(true, last)
+					return nil
+				}
+			}
+			if !open || x.Status.Final() {
+				st.close(false, last) // the session ended, the room is gone, or the server is stopping
+				return nil
+			}
+		case <-beat.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+				st.close(true, last)
+				return nil
+			}
+		case <-presence.C:
+			st.touch(ctx)
+		}
+	}
+}
+
+// lastEventID parses the Last-Event-ID header: the ids this server sends are
+// decimal numbers. Anything else is ignored, as a browser would resend it.
+func lastEventID(v string) uint64 {
+	if v == "" || len(v) > 20 {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n > 1<<62 {
+		return 0
+	}
+	return n
+}
+
+// websocket: GET /v1/rooms/{room}/sessions/{id}/ws. The same updates as
+// events, one Session JSON text message each; the server pings every 15s.
+// Messages from the client are not expected: the connection only pushes.
+// Cross-origin handshakes are refused (the browser's Origin must match the
+// Host), so another site cannot read a session through a visitor's browser.
+func (s *server) websocket(w http.ResponseWriter, r *http.Request) error {
+	st, cur, err := s.openStream(r)
+	if err != nil {
+		return err
+	}
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		// Accept has answered the client (a bad handshake or origin).
+		st.close(false, cur)
+		return nil
+	}
+	defer c.CloseNow()
+	ctx := c.CloseRead(r.Context())
+	send := func(x waitroom.Session) error {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return c.Write(wctx, websocket.MessageText, x.AppendJSON(nil))
+	}
+	if err := send(cur); err != nil || st.watch == nil {
+		st.close(err != nil, cur)
+		c.Close(websocket.StatusNormalClosure, "session ended")
+		return nil
+	}
+	beat := time.NewTicker(s.beat)
+	defer beat.Stop()
+	presence := time.NewTicker(st.presence)
+	defer presence.Stop()
+	last, sent := cur, uint64(1)
+	for {
+		select {
+		case <-ctx.Done():
+			st.close(true, last)
+			return nil
+		case _, open := <-st.watch.C():
+			x, version := st.watch.Latest()
+			if version != sent {
+				sent, last = version, x
+				if err := send(x); err != nil {
+					st.close(true, last)
+					return nil
+				}
+			}
+			if !open || x.Status.Final() {
+				st.close(false, last)
+				c.Close(websocket.StatusNormalClosure, string(x.Status))
+				return nil
+			}
+		case <-beat.C:
+			pctx, cancel := context.WithTimeout(ctx, s.beat)
+			err := c.Ping(pctx)
+			cancel()
+			if err != nil {
+				st.close(true, last)
+				return nil
+			}
+		case <-presence.C:
+			st.touch(ctx)
+		}
+	}
+}
