@@ -399,4 +399,3 @@ func TestStreamErrorsAreJSON(t *testing.T) {
 		}
 	}
 }
-
