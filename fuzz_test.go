@@ -48,7 +48,7 @@ func FuzzParseRoomConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseRoomConfig(%s) (re-encoded) error = %v", b, err)
 		}
-		if c2 != c {
+		if !c2.Equal(c) {
 			t.Fatalf("round trip of %q: got %+v, want %+v", data, c2, c)
 		}
 	})

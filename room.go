@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -120,7 +122,20 @@ type RoomConfig struct {
 	Grace Duration `json:"grace"`
 	// Paused stops automatic admissions.
 	Paused bool `json:"paused"`
+	// TargetURL is where the waiting page sends a session once it is
+	// admitted: an absolute http(s) URL, or a path on this server.
+	TargetURL string `json:"target_url,omitempty"`
+	// ReturnOrigins lists the origins (scheme://host[:port]) that a
+	// waiting page's ?return_to= may send an admitted session back to;
+	// any other return_to is ignored, so the page is no open redirect.
+	ReturnOrigins []string `json:"return_origins,omitempty"`
 }
+
+// Limits on the page fields of a configuration.
+const (
+	MaxURLLen        = 2048
+	MaxReturnOrigins = 32
+)
 
 // DefaultConfig returns the configuration of a room for which nothing was set.
 func DefaultConfig() RoomConfig {
@@ -165,7 +180,52 @@ func (c RoomConfig) Validate() error {
 			return bad("%s must be 0 or at least 1ms.", f.name)
 		}
 	}
+	if c.TargetURL != "" {
+		if err := checkTarget(c.TargetURL); err != nil {
+			return bad("target_url %s", err)
+		}
+	}
+	if len(c.ReturnOrigins) > MaxReturnOrigins {
+		return bad("return_origins holds at most %d origins.", MaxReturnOrigins)
+	}
+	for _, o := range c.ReturnOrigins {
+		if _, err := ParseOrigin(o); err != nil {
+			return bad("return_origins: %s", err)
+		}
+	}
 	return nil
+}
+
+// checkTarget accepts an absolute http(s) URL or a path on this server.
+func checkTarget(v string) error {
+	if len(v) > MaxURLLen {
+		return fmt.Errorf("is longer than %d bytes.", MaxURLLen)
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("is not a URL.")
+	}
+	switch {
+	case u.Scheme == "" && u.Host == "" && strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "//") && !strings.Contains(v, "\\"):
+		return nil // a path on this server
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil:
+		return nil
+	}
+	return fmt.Errorf("must be an absolute http(s) URL without credentials, or a path starting with /.")
+}
+
+// ParseOrigin parses an origin, scheme://host[:port] with scheme http or
+// https and nothing after it, into its canonical lower-case form.
+func ParseOrigin(v string) (string, error) {
+	if len(v) > MaxURLLen {
+		return "", fmt.Errorf("%.40q… is too long", v)
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("%q is not an origin such as https://example.com", v)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
 
 // ParseRoomConfig reads a configuration from JSON. Fields that are absent
@@ -287,4 +347,19 @@ type Room struct {
 	Active  int `json:"active"`
 	// LastTicket is the highest ticket issued so far (0 before any join).
 	LastTicket int64 `json:"last_ticket"`
+}
+
+// Equal reports whether c and d configure a room the same way (a nil and an
+// empty ReturnOrigins are the same).
+func (c RoomConfig) Equal(d RoomConfig) bool {
+	return c.Mode == d.Mode && c.Capacity == d.Capacity && c.RatePerMinute == d.RatePerMinute &&
+		c.ActiveTimeout == d.ActiveTimeout && c.MaxSession == d.MaxSession &&
+		c.WaitingTimeout == d.WaitingTimeout && c.Grace == d.Grace && c.Paused == d.Paused &&
+		c.TargetURL == d.TargetURL && slices.Equal(c.ReturnOrigins, d.ReturnOrigins)
+}
+
+// Equal reports whether r and o hold the same configuration and counts.
+func (r Room) Equal(o Room) bool {
+	return r.Name == o.Name && r.RoomConfig.Equal(o.RoomConfig) && r.Waiting == o.Waiting &&
+		r.Active == o.Active && r.LastTicket == o.LastTicket
 }

@@ -21,7 +21,7 @@ func TestDefaultConfig(t *testing.T) {
 		Grace:          waitroom.Duration(30 * time.Second),
 		Paused:         false,
 	}
-	if c != want {
+	if !c.Equal(want) {
 		t.Errorf("DefaultConfig() = %+v, want %+v", c, want)
 	}
 	if err := c.Validate(); err != nil {
@@ -134,7 +134,7 @@ func TestParseRoomConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ParseRoomConfig(%q) error = %v, want nil", tt.in, err)
 				}
-				if got != tt.want {
+				if !got.Equal(tt.want) {
 					t.Errorf("ParseRoomConfig(%q) = %+v, want %+v", tt.in, got, tt.want)
 				}
 				return
@@ -184,7 +184,7 @@ func TestRoomConfigJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseRoomConfig(%s) error = %v", b, err)
 	}
-	if got != c {
+	if !got.Equal(c) {
 		t.Errorf("round trip = %+v, want %+v", got, c)
 	}
 }
@@ -366,5 +366,38 @@ func TestPageSize(t *testing.T) {
 		if got := (waitroom.Page{Limit: tt.limit}).Size(); got != tt.want {
 			t.Errorf("Page{Limit: %d}.Size() = %d, want %d", tt.limit, got, tt.want)
 		}
+	}
+}
+
+// TestPageFields checks target_url and return_origins validation: the page
+// must never be an open redirect, so only http(s) targets, paths on this
+// server and bare origins pass.
+func TestPageFields(t *testing.T) {
+	for _, tt := range []struct {
+		cfg string
+		ok  bool
+	}{
+		{`{"target_url":"https://shop.example/checkout?x=1"}`, true},
+		{`{"target_url":"/app/"}`, true},
+		{`{"target_url":"//evil.example/"}`, false},
+		{`{"target_url":"/\\evil.example"}`, false},
+		{`{"target_url":"javascript:alert(1)"}`, false},
+		{`{"target_url":"https://user:pw@shop.example/"}`, false},
+		{`{"target_url":"shop.example"}`, false},
+		{`{"return_origins":["https://shop.example","http://localhost:3000"]}`, true},
+		{`{"return_origins":["https://shop.example/path"]}`, false},
+		{`{"return_origins":["ftp://shop.example"]}`, false},
+		{`{"return_origins":["https://shop.example?x"]}`, false},
+	} {
+		_, err := waitroom.ParseRoomConfig([]byte(tt.cfg))
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseRoomConfig(%s): error %v, want ok=%v", tt.cfg, err, tt.ok)
+		}
+		if err != nil && waitroom.ErrorCode(err) != waitroom.CodeInvalidConfig {
+			t.Errorf("ParseRoomConfig(%s): code %q, want invalid_config", tt.cfg, waitroom.ErrorCode(err))
+		}
+	}
+	if o, err := waitroom.ParseOrigin("HTTPS://Shop.Example:8443"); err != nil || o != "https://shop.example:8443" {
+		t.Errorf("ParseOrigin: got %q, %v; want the lower-case origin", o, err)
 	}
 }

@@ -124,7 +124,7 @@ func FuzzConfigBody(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 				t.Fatalf("put room: answer %s: %v", rec.Body.Bytes(), err)
 			}
-			if got.RoomConfig != want || got.Name != "r" {
+			if !got.RoomConfig.Equal(want) || got.Name != "r" {
 				t.Fatalf("put room: got %+v, want room r with %+v", got, want)
 			}
 		case 400, 413:

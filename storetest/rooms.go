@@ -19,10 +19,10 @@ func testPutRoomCreateReplace(f *fixture) {
 		f.t.Errorf("PutRoom(new) created = false, want true")
 	}
 	want := waitroom.Room{Name: "lobby", RoomConfig: cfg}
-	if r != want {
+	if !r.Equal(want) {
 		f.t.Errorf("PutRoom(new) = %+v, want %+v", r, want)
 	}
-	if got := f.room("lobby"); got != want {
+	if got := f.room("lobby"); !got.Equal(want) {
 		f.t.Errorf("Room after create = %+v, want %+v", got, want)
 	}
 
@@ -40,10 +40,10 @@ func testPutRoomCreateReplace(f *fixture) {
 		f.t.Errorf("PutRoom(existing) created = true, want false")
 	}
 	want = waitroom.Room{Name: "lobby", RoomConfig: cfg2, Active: 1, LastTicket: 1}
-	if r != want {
+	if !r.Equal(want) {
 		f.t.Errorf("PutRoom(existing) = %+v, want %+v (config replaced, sessions kept)", r, want)
 	}
-	if got := f.room("lobby"); got != want {
+	if got := f.room("lobby"); !got.Equal(want) {
 		f.t.Errorf("Room after replace = %+v, want %+v", got, want)
 	}
 }
@@ -54,10 +54,10 @@ func testPutRoomDefaults(f *fixture) {
 		f.t.Fatalf("PutRoom(default config) = %v, %v; want created", created, err)
 	}
 	want := waitroom.Room{Name: waitroom.DefaultRoom, RoomConfig: waitroom.DefaultConfig()}
-	if r != want {
+	if !r.Equal(want) {
 		f.t.Errorf("PutRoom = %+v, want %+v", r, want)
 	}
-	if got := f.room(waitroom.DefaultRoom); got != want {
+	if got := f.room(waitroom.DefaultRoom); !got.Equal(want) {
 		f.t.Errorf("Room = %+v, want %+v", got, want)
 	}
 	// A session joins at once under the defaults and reports the default capacity.
@@ -92,7 +92,7 @@ func testPutRoomInvalidConfig(f *fixture) {
 
 		_, _, err = f.s.PutRoom(f.ctx, "kept", cfg, at(sec))
 		wantCode(f.t, "PutRoom(existing, "+name+")", err, waitroom.CodeInvalidConfig)
-		if got := f.room("kept"); got.RoomConfig != good {
+		if got := f.room("kept"); !got.RoomConfig.Equal(good) {
 			f.t.Fatalf("after a refused replace (%s) the config is %+v, want %+v unchanged", name, got.RoomConfig, good)
 		}
 	}
@@ -174,7 +174,7 @@ func testRoomsOrder(f *fixture) {
 		f.t.Fatalf("Rooms names = %v, want %v (ordered by name)", names, want)
 	}
 	for _, r := range rooms {
-		if r != f.room(r.Name) {
+		if !r.Equal(f.room(r.Name)) {
 			f.t.Errorf("Rooms entry %+v differs from Room(%q) = %+v", r, r.Name, f.room(r.Name))
 		}
 	}

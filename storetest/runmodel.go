@@ -202,7 +202,7 @@ func (h *modelRun) putRoom(t *rapid.T, cfg waitroom.RoomConfig, skew bool) {
 	if created != wantCreated {
 		t.Fatalf("PutRoom created = %v, want %v", created, wantCreated)
 	}
-	if want := h.roomInfo(); r != want {
+	if want := h.roomInfo(); !r.Equal(want) {
 		t.Fatalf("PutRoom = %+v, want %+v", r, want)
 	}
 	h.checkEvents(t, waitroom.EventConfig)
@@ -453,7 +453,7 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 		t.Fatalf("events %s, want one of kind %q", describeEvents(events), kind)
 	}
 	for _, e := range events {
-		if kind == waitroom.EventConfig && e.Kind == waitroom.EventConfig && (e.Config == nil || *e.Config != h.m.cfg) {
+		if kind == waitroom.EventConfig && e.Kind == waitroom.EventConfig && (e.Config == nil || !e.Config.Equal(h.m.cfg)) {
 			t.Fatalf("config event carries %+v, want %+v", e.Config, h.m.cfg)
 		}
 		if !e.At.Equal(h.m.latest) {
@@ -502,14 +502,14 @@ func (h *modelRun) check(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("Room error = %v", err)
 	}
-	if want := h.roomInfo(); r != want {
+	if want := h.roomInfo(); !r.Equal(want) {
 		t.Fatalf("Room = %+v, want %+v", r, want)
 	}
 	rooms, err := h.s.Rooms(h.ctx)
 	if err != nil {
 		t.Fatalf("Rooms error = %v", err)
 	}
-	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || rooms[i] != r {
+	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || !rooms[i].Equal(r) {
 		t.Fatalf("Rooms lacks the room or differs from Room: %+v", rooms)
 	}
 

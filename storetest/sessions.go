@@ -405,7 +405,7 @@ func testSubscribe(f *fixture) {
 	cfg := quiet(1)
 	f.put("ev", cfg, at(0))
 	es := ev.take("ev")
-	if len(es) != 1 || es[0].Kind != waitroom.EventConfig || es[0].Config == nil || *es[0].Config != cfg || !es[0].At.Equal(at(0)) {
+	if len(es) != 1 || es[0].Kind != waitroom.EventConfig || es[0].Config == nil || !es[0].Config.Equal(cfg) || !es[0].At.Equal(at(0)) {
 		f.t.Fatalf("events of PutRoom(create) = %s, want one config event with the config", describeEvents(es))
 	}
 	if got := second.take("ev"); len(got) != 1 {

@@ -361,7 +361,7 @@ func TestServeCreatesDefaultRoomOnceAndKeepsItsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Rooms: %v", err)
 	}
-	if len(rooms) != 1 || rooms[0].Name != waitroom.DefaultRoom || rooms[0].RoomConfig != waitroom.DefaultConfig() {
+	if len(rooms) != 1 || rooms[0].Name != waitroom.DefaultRoom || !rooms[0].RoomConfig.Equal(waitroom.DefaultConfig()) {
 		t.Fatalf("rooms on first start: got %+v, want only %q with the default config", rooms, waitroom.DefaultRoom)
 	}
 	if _, err := os.Stat(filepath.Join(data, "waitroom.db")); err != nil {
@@ -386,7 +386,7 @@ func TestServeCreatesDefaultRoomOnceAndKeepsItsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Rooms after restart: %v", err)
 	}
-	if len(rooms) != 1 || rooms[0].RoomConfig != cfg {
+	if len(rooms) != 1 || !rooms[0].RoomConfig.Equal(cfg) {
 		t.Errorf("after a restart: got %+v, want only %q with capacity 3 and manual mode", rooms, waitroom.DefaultRoom)
 	}
 	got, err := c.Session(ctx(t), waitroom.DefaultRoom, joined.ID)
