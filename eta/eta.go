@@ -1,12 +1,14 @@
 // Package eta estimates how long a waiting session will wait, from the rate
 // at which its room has been letting people in.
 //
-// The estimator counts admissions (waiting → active, and waiting → served in
-// manual rooms) per room in ten-second buckets over the last ten minutes,
-// from the store's events, so it sees what every server process does. The
-// estimate for position p is p divided by the observed rate; its range is the
-// 90% interval of a Poisson count of that many admissions, so it is wide
-// after a handful of admissions and narrows as they accumulate. There is no
+// The estimator remembers each room's last 256 admissions (waiting → active,
+// and waiting → served in manual rooms) from the store's events, so it sees
+// what every server process does. The rate is the number of admissions in
+// the last ten minutes over the time from the oldest of them to now: it
+// follows a room that speeds up within a few admissions, and falls while a
+// room stalls. The estimate for position p is p divided by that rate; its
+// range is the 90% interval of a Poisson count of that many admissions, so it
+// is wide after a handful and narrows as they accumulate. There is no
 // estimate before two admissions in the window, while a room is paused, or
 // while it admits nobody.
 package eta
@@ -20,8 +22,12 @@ import (
 )
 
 const (
-	bucket  = 10 * time.Second
-	buckets = 60 // ten minutes
+	// window is how far back admissions count.
+	window = 10 * time.Minute
+	// keep is how many recent admissions a room remembers: enough for a
+	// tight range, few enough that the rate follows a room that speeds up
+	// or slows down.
+	keep = 256
 	// minAdmissions is the least evidence an estimate needs.
 	minAdmissions = 2
 	// z90 is the two-sided 90% normal quantile.
@@ -36,11 +42,11 @@ type Estimator struct {
 	stop  func()
 }
 
-// history is one room's admissions, bucketed by time.
+// history is one room's most recent admissions.
 type history struct {
-	counts [buckets]int
-	starts [buckets]int64 // bucket start (unix ns) each count belongs to
-	since  time.Time      // first event seen: the window is never longer than what was watched
+	times  [keep]int64 // unix ms, a ring
+	next   int         // where the next admission goes
+	n      int         // admissions held (≤ keep)
 	paused bool
 	rate   int // rate_per_minute, when known from a config event
 }
@@ -69,7 +75,7 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 	}
 	h := e.rooms[ev.Room]
 	if h == nil {
-		h = &history{since: ev.At}
+		h = &history{}
 		e.rooms[ev.Room] = h
 	}
 	if ev.Config != nil {
@@ -90,36 +96,26 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 		if at.IsZero() {
 			at = ev.At
 		}
-		h.add(at)
+		h.times[h.next] = at.UnixMilli()
+		h.next = (h.next + 1) % keep
+		h.n = min(h.n+1, keep)
 	}
 }
 
-func (h *history) add(at time.Time) {
-	start := at.Truncate(bucket).UnixNano()
-	i := int((start / int64(bucket)) % buckets)
-	if h.starts[i] != start {
-		h.starts[i], h.counts[i] = start, 0
-	}
-	h.counts[i]++
-	if at.Before(h.since) {
-		h.since = at
-	}
-}
-
-// window returns the admissions in the ten minutes before now and the
-// length of time they were counted over.
-func (h *history) window(now time.Time) (n int, span time.Duration) {
-	oldest := now.Add(-buckets * bucket).UnixNano()
-	for i := range h.counts {
-		if h.starts[i] > oldest && h.starts[i] <= now.UnixNano() {
-			n += h.counts[i]
+// recent returns how many admissions happened in the window before now and
+// the time since the oldest of them.
+func (h *history) recent(now time.Time) (k int, span time.Duration) {
+	from := now.Add(-window).UnixMilli()
+	oldest := int64(0)
+	for i := 0; i < h.n; i++ {
+		t := h.times[(h.next-1-i+keep)%keep]
+		if t <= from {
+			break
 		}
+		k++
+		oldest = t
 	}
-	span = buckets * bucket
-	if watched := now.Sub(h.since); watched < span {
-		span = max(watched, bucket)
-	}
-	return n, span
+	return k, now.Sub(time.UnixMilli(oldest))
 }
 
 // Fill sets s.ETA for a waiting session when there is a basis for one, and
@@ -131,19 +127,21 @@ func (e *Estimator) Fill(s *waitroom.Session, now time.Time) {
 	}
 	e.mu.Lock()
 	h := e.rooms[s.Room]
-	var n int
+	var k int
 	var span time.Duration
 	var paused bool
 	var limit int
 	if h != nil {
-		n, span = h.window(now)
+		k, span = h.recent(now)
 		paused, limit = h.paused, h.rate
 	}
 	e.mu.Unlock()
-	if h == nil || paused || n < minAdmissions {
+	if h == nil || paused || k < minAdmissions {
 		return
 	}
-	s.ETA = Estimate(s.Position, n, span, limit)
+	// k admissions mark k-1 intervals up to the last; measuring to now
+	// instead makes the rate fall while a room stalls.
+	s.ETA = Estimate(s.Position, k-1, max(span, time.Millisecond), limit)
 }
 
 // Estimate returns the wait for position p when n admissions happened over

@@ -17,6 +17,7 @@ Usage:
 Commands:
 
 	serve      run the HTTP server
+	load       play a crowd against running servers and report what it saw
 	version    print the version, the Go version and the VCS revision
 	help       print this help
 
@@ -41,6 +42,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return serve(ctx, rest, getenv, stdout, stderr)
+	case "load":
+		return loadCommand(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/waitroom/waitroom/crowd"
+)
+
+// usersPerWorker keeps each worker process well under the open-file limit
+// (one connection per user, plus the process's own).
+const usersPerWorker = 4000
+
+// usersPerSource keeps each source address well under its ephemeral ports.
+const usersPerSource = 10000
+
+// loadCommand is `waitroom load`: it plays a crowd against running servers
+// and reports what the crowd saw.
+func loadCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	targets := fs.String("target", "http://127.0.0.1:8080", "comma-separated base `URLs` of the servers; users are spread over them")
+	room := fs.String("room", "default", "`room` to join")
+	users := fs.Int("users", 1000, "how many `people` arrive")
+	rate := fs.Float64("rate", 0, "arrivals per `second`; 0: everyone at once")
+	hold := fs.Duration("hold", 10*time.Second, "how long an admitted person stays (each draws from hold/2 to 3·hold/2)")
+	abandon := fs.Float64("abandon", 0, "`chance` an admitted person closes the page without leaving")
+	quit := fs.Float64("quit", 0, "`chance` per second a waiting person gives up and leaves")
+	poll := fs.Duration("poll", 0, "poll the session this often instead of holding an event stream")
+	duration := fs.Duration("duration", time.Minute, "how long the crowd plays")
+	workers := fs.Int("workers", 0, "worker `processes`; 0: one per 4,000 users")
+	sources := fs.Int("sources", 0, "loopback source `addresses` to connect from (127.0.0.2, …); 0: one per 10,000 users, none when that is one")
+	check := fs.Duration("check-every", 0, "freeze the crowd and check every person's latest position this often (needs the admin token); a final check always runs when the token is given")
+	token := fs.String("admin-token", getenv("WAITROOM_ADMIN_TOKEN"), "admin `token` (env WAITROOM_ADMIN_TOKEN) for position checks")
+	jsonOut := fs.String("json", "", "write the full result to this `file` as JSON")
+	seed := fs.Uint64("seed", 1, "random `seed`")
+	asWorker := fs.Bool("worker", false, "run as a worker process (internal)")
+	first := fs.Int("first", 0, "first user of this worker (internal)")
+	count := fs.Int("count", 0, "number of users of this worker (internal)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *asWorker {
+		var cfg crowd.Config
+		if err := json.Unmarshal([]byte(getenv("WAITROOM_LOAD_CONFIG")), &cfg); err != nil {
+			return fmt.Errorf("worker: bad WAITROOM_LOAD_CONFIG: %w", err)
+		}
+		return crowd.Worker(ctx, cfg, *first, *count, os.Stdin, stdout)
+	}
+	if *users < 1 {
+		return badUsage(fs, "--users must be at least 1")
+	}
+	cfg := crowd.Config{
+		Room: *room, Users: *users, Rate: *rate, Hold: *hold, Abandon: *abandon, Quit: *quit,
+		Poll: *poll, Seed: *seed,
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		if t = strings.TrimRight(strings.TrimSpace(t), "/"); t != "" {
+			cfg.Targets = append(cfg.Targets, t)
+		}
+	}
+	nSources := *sources
+	if nSources == 0 && *users > usersPerSource {
+		nSources = (*users + usersPerSource - 1) / usersPerSource
+	}
+	for i := range nSources {
+		cfg.Sources = append(cfg.Sources, netip.AddrFrom4([4]byte{127, 0, 0, byte(2 + i)}))
+	}
+	n := *workers
+	if n == 0 {
+		n = (*users + usersPerWorker - 1) / usersPerWorker
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program to start workers: %w", err)
+	}
+	opt := crowd.Options{
+		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Progress: stderr,
+		Spawn: func(ctx context.Context, first, count int) (io.WriteCloser, io.ReadCloser, func() error, error) {
+			share := cfg
+			share.Rate = cfg.Rate / float64(n)
+			b, _ := json.Marshal(share)
+			cmd := exec.CommandContext(ctx, exe, "load", "--worker", "--first", strconv.Itoa(first), "--count", strconv.Itoa(count))
+			cmd.Env = append(os.Environ(), "WAITROOM_LOAD_CONFIG="+string(b))
+			cmd.Stderr = stderr
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if err := cmd.Start(); err != nil {
+				return nil, nil, nil, err
+			}
+			return in, out, cmd.Wait, nil
+		},
+	}
+	rep, err := crowd.Play(ctx, cfg, opt)
+	if err != nil {
+		return err
+	}
+	printReport(stdout, rep)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
+	return nil
+}
+
+// printReport writes the run's figures as a table.
+func printReport(w io.Writer, r *crowd.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(name string, v crowd.Percentiles, unit string) {
+		fmt.Fprintf(tw, "%s\tp50 %.1f%s\tp90 %.1f%s\tp99 %.1f%s\tmax %.1f%s\t(n %d)\n", name, v.P50, unit, v.P90, unit, v.P99, unit, v.Max, unit, v.N)
+	}
+	fmt.Fprintf(tw, "users\t%d joined, %d failed to join, %d admitted, %d left, %d abandoned, %d lost\n", r.Joined, r.JoinErrors, r.Admitted, r.Left, r.Abandoned, r.Lost)
+	p("join latency", r.JoinMillis, "ms")
+	p("admission to person", r.AdmitDelayMillis, "ms")
+	fmt.Fprintf(tw, "fairness\t%d inversions, Kendall tau distance %.6f (0 is exact FIFO)\n", r.Inversions, r.KendallTau)
+	p("ETA error", r.ETAErrorSeconds, "s")
+	fmt.Fprintf(tw, "capacity\tmax active sampled %d of capacity %d\n", r.MaxActive, r.Capacity)
+	fmt.Fprintf(tw, "integrity\t%d duplicate tickets, %d positions that went up, %d reconnects\n", r.DuplicateTickets, r.PositionUps, r.Reconnects)
+	for _, c := range r.Checks {
+		fmt.Fprintf(tw, "position check\t%d of %d people wrong, %d waiting\t%s\n", c.Wrong, c.Compared, c.Waiting, c.FirstDiff)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(tw, "error\t%s\n", e)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/crowd"
+)
+
+// TestLoadCommand runs `waitroom load` with two worker processes and two
+// source addresses against a real server, and checks its report: FIFO
+// (Kendall tau 0), capacity respected, nothing lost, positions exact.
+func TestLoadCommand(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	p := startProcess(t, bin, filepath.Join(dir, "data"))
+	token, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrashClient(p.url, strings.TrimSpace(string(token)))
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 10
+	if _, _, err := c.PutRoom(t.Context(), "load", cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "load.json")
+	cmd := exec.Command(bin, "load", "--target", p.url, "--room", "load", "--users", "300", "--rate", "300",
+		"--hold", "300ms", "--quit", "0.02", "--duration", "5s", "--workers", "2", "--sources", "2",
+		"--check-every", "2s", "--admin-token", strings.TrimSpace(string(token)), "--json", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("waitroom load: %v\n%s", err, b)
+	}
+	t.Logf("waitroom load:\n%s", b)
+	var rep crowd.Report
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Joined != 300 || rep.Admitted < 20 {
+		t.Errorf("joined %d, admitted %d: want 300 joined and many admitted", rep.Joined, rep.Admitted)
+	}
+	if rep.KendallTau != 0 || rep.MaxActive > 10 || rep.Lost != 0 || rep.DuplicateTickets != 0 || rep.PositionUps != 0 {
+		t.Errorf("tau %.4f, max active %d of 10, lost %d, duplicates %d, positions up %d: want 0, ≤10, 0, 0, 0",
+			rep.KendallTau, rep.MaxActive, rep.Lost, rep.DuplicateTickets, rep.PositionUps)
+	}
+	if len(rep.Checks) == 0 {
+		t.Fatalf("no position checks ran: %v", rep.Errors)
+	}
+	for _, ch := range rep.Checks {
+		if ch.Wrong != 0 {
+			t.Errorf("position check: %d of %d wrong (%s)", ch.Wrong, ch.Compared, ch.FirstDiff)
+		}
+	}
+}

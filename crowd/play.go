@@ -1,0 +1,596 @@
+package crowd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Options control a run beyond the crowd itself.
+type Options struct {
+	// Workers is how many worker processes share the users; 0 or 1 runs
+	// them in this process.
+	Workers int
+	// Spawn starts worker w with its share of users and returns its
+	// stdin and stdout; required when Workers > 1.
+	Spawn func(ctx context.Context, first, count int) (stdin io.WriteCloser, stdout io.ReadCloser, wait func() error, err error)
+	// AdminToken lets the run read the true line and pause the room for
+	// position checks.
+	AdminToken string
+	// Duration is how long the crowd plays before the run stops.
+	Duration time.Duration
+	// CheckEvery freezes the crowd, pauses the room and compares every
+	// user's latest position with the server's, this often (0: only at the
+	// end). Needs AdminToken.
+	CheckEvery time.Duration
+	// Sample is how often the room's public status is read (default 100ms).
+	Sample time.Duration
+	// Progress, when set, gets one line a second.
+	Progress io.Writer
+	// Client is used for the coordinator's own requests.
+	Client *http.Client
+}
+
+// Report is what a run measured.
+type Report struct {
+	Config           Config       `json:"config"`
+	Started          time.Time    `json:"started"`
+	Seconds          float64      `json:"seconds"`
+	Users            int          `json:"users"`
+	Joined           int          `json:"joined"`
+	JoinErrors       int          `json:"join_errors"`
+	Admitted         int          `json:"admitted"`
+	Left             int          `json:"left"`
+	Abandoned        int          `json:"abandoned"`
+	Lost             int          `json:"lost"`
+	Reconnects       int          `json:"reconnects"`
+	DuplicateTickets int          `json:"duplicate_tickets"`
+	PositionUps      int          `json:"position_increases"`
+	JoinMillis       Percentiles  `json:"join_ms"`
+	AdmitDelayMillis Percentiles  `json:"admission_delivery_ms"`
+	Inversions       int64        `json:"fifo_inversions"`
+	KendallTau       float64      `json:"kendall_tau_distance"`
+	ETAErrorSeconds  Percentiles  `json:"eta_abs_error_s"`
+	ETASamples       int          `json:"eta_samples"`
+	Capacity         int          `json:"capacity"`
+	MaxActive        int          `json:"max_active"`
+	Checks           []Check      `json:"position_checks"`
+	Series           []Sample     `json:"series"`
+	Errors           []string     `json:"errors,omitempty"`
+	UsersDetail      []UserResult `json:"people"`
+}
+
+// Check is one freeze-and-compare of every user's latest position.
+type Check struct {
+	At        time.Time `json:"at"`
+	Compared  int       `json:"compared"`
+	Wrong     int       `json:"wrong"`
+	Waiting   int       `json:"waiting"`
+	FirstDiff string    `json:"first_diff,omitempty"`
+}
+
+// Sample is the room's status at one moment.
+type Sample struct {
+	T       float64 `json:"t"`
+	Waiting int     `json:"waiting"`
+	Active  int     `json:"active"`
+	Joined  int     `json:"joined"`
+}
+
+// Percentiles summarise a distribution.
+type Percentiles struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+func percentiles(v []float64) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(v)
+	at := func(q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
+	return Percentiles{N: len(v), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: v[len(v)-1]}
+}
+
+// worker is the coordinator's end of one worker.
+type worker struct {
+	stdin io.WriteCloser
+	lines chan line
+	wait  func() error
+	mu    sync.Mutex
+	count int // users joined so far
+}
+
+func (w *worker) send(cmd string) error {
+	_, err := io.WriteString(w.stdin, cmd+"\n")
+	return err
+}
+
+// expect reads lines until one of kind, keeping progress up to date.
+func (w *worker) expect(ctx context.Context, kind string) (line, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return line{}, ctx.Err()
+		case l, ok := <-w.lines:
+			if !ok {
+				return line{}, fmt.Errorf("worker ended before %q", kind)
+			}
+			if l.Kind == "progress" {
+				w.mu.Lock()
+				w.count = l.Count
+				w.mu.Unlock()
+				continue
+			}
+			if l.Kind == kind {
+				return l, nil
+			}
+		}
+	}
+}
+
+// Play runs the crowd and returns what it measured.
+func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
+	if len(cfg.Targets) == 0 || cfg.Room == "" || cfg.Users < 1 {
+		return nil, fmt.Errorf("crowd: a run needs targets, a room and users")
+	}
+	if opt.Sample <= 0 {
+		opt.Sample = 100 * time.Millisecond
+	}
+	if opt.Client == nil {
+		opt.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	rep := &Report{Config: cfg, Started: time.Now(), Users: cfg.Users}
+	n := max(1, opt.Workers)
+	workers := make([]*worker, 0, n)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	for i := 0; i < n; i++ {
+		first, count := cfg.Users*i/n, cfg.Users*(i+1)/n-cfg.Users*i/n
+		w := &worker{lines: make(chan line, 1024)}
+		var stdout io.ReadCloser
+		if n == 1 || opt.Spawn == nil {
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			share := cfg
+			share.Rate = cfg.Rate / float64(n)
+			done := make(chan error, 1)
+			go func() {
+				err := Worker(runCtx, share, first, count, inR, outW)
+				outW.Close()
+				done <- err
+			}()
+			w.stdin, stdout, w.wait = inW, outR, func() error { return <-done }
+		} else {
+			var err error
+			w.stdin, stdout, w.wait, err = opt.Spawn(runCtx, first, count)
+			if err != nil {
+				return nil, fmt.Errorf("crowd: start worker %d: %w", i, err)
+			}
+		}
+		go func() {
+			defer close(w.lines)
+			r := bufio.NewReaderSize(stdout, 1<<20)
+			for {
+				b, err := r.ReadBytes('\n')
+				if len(b) > 0 {
+					var l line
+					if json.Unmarshal(b, &l) == nil {
+						w.lines <- l
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		workers = append(workers, w)
+	}
+	joined := func() int {
+		t := 0
+		for _, w := range workers {
+			w.mu.Lock()
+			t += w.count
+			w.mu.Unlock()
+		}
+		return t
+	}
+	// Progress lines arrive on each worker's channel between commands:
+	// drain them in the background while nothing else reads.
+	var readers sync.Mutex
+	drain := func() {
+		readers.Lock()
+		defer readers.Unlock()
+		for _, w := range workers {
+			for {
+				select {
+				case l, ok := <-w.lines:
+					if ok && l.Kind == "progress" {
+						w.mu.Lock()
+						w.count = l.Count
+						w.mu.Unlock()
+						continue
+					}
+				default:
+				}
+				break
+			}
+		}
+	}
+
+	// Sample the room while the crowd plays.
+	var seriesMu sync.Mutex
+	sampleDone := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		t := time.NewTicker(opt.Sample)
+		defer t.Stop()
+		i := 0
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			st, err := roomStatus(runCtx, opt.Client, cfg.Targets[i%len(cfg.Targets)], cfg.Room)
+			i++
+			if err != nil {
+				continue
+			}
+			seriesMu.Lock()
+			rep.Capacity = st.Capacity
+			rep.MaxActive = max(rep.MaxActive, st.Active)
+			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined()})
+			seriesMu.Unlock()
+		}
+	}()
+
+	end := time.After(opt.Duration)
+	var checkC <-chan time.Time
+	if opt.CheckEvery > 0 && opt.AdminToken != "" {
+		t := time.NewTicker(opt.CheckEvery)
+		defer t.Stop()
+		checkC = t.C
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-end:
+			break loop
+		case <-tick.C:
+			drain()
+			if opt.Progress != nil {
+				seriesMu.Lock()
+				var last Sample
+				if len(rep.Series) > 0 {
+					last = rep.Series[len(rep.Series)-1]
+				}
+				seriesMu.Unlock()
+				fmt.Fprintf(opt.Progress, "%5.0fs joined %d/%d waiting %d active %d\n", time.Since(rep.Started).Seconds(), joined(), cfg.Users, last.Waiting, last.Active)
+			}
+		case <-checkC:
+			readers.Lock()
+			c, err := check(ctx, opt, cfg, workers)
+			readers.Unlock()
+			if err != nil {
+				rep.Errors = append(rep.Errors, "position check: "+err.Error())
+				continue
+			}
+			rep.Checks = append(rep.Checks, c)
+		}
+	}
+	if opt.AdminToken != "" && ctx.Err() == nil {
+		readers.Lock()
+		c, err := check(ctx, opt, cfg, workers)
+		readers.Unlock()
+		if err != nil {
+			rep.Errors = append(rep.Errors, "final position check: "+err.Error())
+		} else {
+			rep.Checks = append(rep.Checks, c)
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, w := range workers {
+		_ = w.send(cmdStop)
+	}
+	for _, w := range workers {
+	results:
+		for {
+			select {
+			case <-stopCtx.Done():
+				rep.Errors = append(rep.Errors, "a worker did not report its users within a minute")
+				break results
+			case l, ok := <-w.lines:
+				switch {
+				case !ok || l.Kind == "done":
+					break results
+				case l.Kind == "user" && l.User != nil:
+					rep.UsersDetail = append(rep.UsersDetail, *l.User)
+				}
+			}
+		}
+		w.stdin.Close()
+		if err := w.wait(); err != nil {
+			rep.Errors = append(rep.Errors, "worker: "+err.Error())
+		}
+	}
+	stopRun()
+	<-sampleDone
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	summarise(rep)
+	return rep, nil
+}
+
+// roomState is the public room status.
+type roomState struct {
+	Capacity int  `json:"capacity"`
+	Active   int  `json:"active"`
+	Waiting  int  `json:"waiting"`
+	Paused   bool `json:"paused"`
+}
+
+func roomStatus(ctx context.Context, c *http.Client, base, room string) (roomState, error) {
+	var st roomState
+	err := getJSON(ctx, c, base+"/v1/rooms/"+room, "", &st)
+	return st, err
+}
+
+func getJSON(ctx context.Context, c *http.Client, url, token string, v any) error {
+	return doJSON(ctx, c, "GET", url, token, nil, v)
+}
+
+func doJSON(ctx context.Context, c *http.Client, method, url, token string, body []byte, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
+// check freezes the crowd and the room, waits one second for updates to
+// arrive, and compares every user's latest view with the server's line.
+func check(ctx context.Context, opt Options, cfg Config, workers []*worker) (Check, error) {
+	base := cfg.Targets[0]
+	for _, w := range workers {
+		if err := w.send(cmdFreeze); err != nil {
+			return Check{}, err
+		}
+		if _, err := w.expect(ctx, "ack"); err != nil {
+			return Check{}, err
+		}
+	}
+	defer func() {
+		for _, w := range workers {
+			if w.send(cmdThaw) == nil {
+				_, _ = w.expect(ctx, "ack")
+			}
+		}
+	}()
+	var room waitroom.Room
+	if err := getJSON(ctx, opt.Client, base+"/v1/rooms/"+cfg.Room, opt.AdminToken, &room); err != nil {
+		return Check{}, err
+	}
+	// Users' own requests in flight finish within the freeze's first
+	// moments; pausing stops admissions, so the line holds still.
+	paused := room.RoomConfig
+	paused.Paused = true
+	put := func(c waitroom.RoomConfig) error {
+		b, _ := json.Marshal(c)
+		return doJSON(ctx, opt.Client, "PUT", base+"/v1/rooms/"+cfg.Room, opt.AdminToken, b, nil)
+	}
+	if !room.Paused {
+		if err := put(paused); err != nil {
+			return Check{}, err
+		}
+		defer put(room.RoomConfig)
+	}
+	time.Sleep(200 * time.Millisecond) // in-flight user requests land
+	truth, err := readLine(ctx, opt, base, cfg.Room)
+	if err != nil {
+		return Check{}, err
+	}
+	time.Sleep(time.Second) // the delivery window
+	// The line must not have moved while we waited.
+	again, err := readLine(ctx, opt, base, cfg.Room)
+	if err != nil {
+		return Check{}, err
+	}
+	if !sameLine(truth, again) {
+		return Check{}, fmt.Errorf("the line moved while frozen (%d then %d waiting)", len(truth), len(again))
+	}
+	c := Check{At: time.Now(), Waiting: len(truth)}
+	for _, w := range workers {
+		if err := w.send(cmdSnap); err != nil {
+			return Check{}, err
+		}
+		l, err := w.expect(ctx, "snap")
+		if err != nil {
+			return Check{}, err
+		}
+		for _, s := range l.Snap {
+			ticket, pos, st := s[0], s[1], s[2]
+			want, waiting := truth[ticket]
+			c.Compared++
+			ok := (st == snapWaiting && waiting && pos == want) || (st != snapWaiting && !waiting)
+			if !ok {
+				c.Wrong++
+				if c.FirstDiff == "" {
+					c.FirstDiff = fmt.Sprintf("ticket %d: user sees status code %d position %d, server has waiting=%v position %d", ticket, st, pos, waiting, want)
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+func sameLine(a, b map[int64]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// readLine reads the whole waiting line: ticket → position.
+func readLine(ctx context.Context, opt Options, base, room string) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	after := ""
+	for {
+		var page struct {
+			Sessions []waitroom.Session `json:"sessions"`
+			Next     string             `json:"next"`
+		}
+		url := base + "/v1/rooms/" + room + "/waiting?limit=1000"
+		if after != "" {
+			url += "&after=" + after
+		}
+		if err := getJSON(ctx, opt.Client, url, opt.AdminToken, &page); err != nil {
+			return nil, err
+		}
+		for _, s := range page.Sessions {
+			out[s.Ticket] = s.Position
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
+// summarise fills the report's totals from the users' results.
+func summarise(rep *Report) {
+	var joins, delays, etaErr []float64
+	tickets := map[int64]int{}
+	type adm struct{ ticket, at int64 }
+	var admitted []adm
+	for _, u := range rep.UsersDetail {
+		if u.JoinError != "" || u.Ticket == 0 {
+			rep.JoinErrors++
+			if u.JoinError != "" && len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, "join: "+u.JoinError)
+			}
+			continue
+		}
+		rep.Joined++
+		tickets[u.Ticket]++
+		joins = append(joins, float64(u.JoinMicros)/1000)
+		if u.AdmittedAt != 0 {
+			rep.Admitted++
+			admitted = append(admitted, adm{u.Ticket, u.AdmittedAt})
+			if u.AdmitSeenAt != 0 {
+				delays = append(delays, float64(max(0, u.AdmitSeenAt-u.AdmittedAt)))
+			}
+			if u.FirstETAAt != 0 {
+				predicted := u.FirstETAAt + u.FirstETA*1000
+				d := float64(u.AdmittedAt-predicted) / 1000
+				etaErr = append(etaErr, max(d, -d))
+			}
+		}
+		if u.Left {
+			rep.Left++
+		}
+		if u.Abandoned {
+			rep.Abandoned++
+		}
+		if u.Lost {
+			rep.Lost++
+		}
+		rep.Reconnects += u.Reconnects
+		rep.PositionUps += u.PosUps
+	}
+	for _, n := range tickets {
+		if n > 1 {
+			rep.DuplicateTickets += n - 1
+		}
+	}
+	rep.JoinMillis = percentiles(joins)
+	rep.AdmitDelayMillis = percentiles(delays)
+	rep.ETAErrorSeconds = percentiles(etaErr)
+	rep.ETASamples = len(etaErr)
+	// Fairness: order admissions by time (ties by ticket, so equal times
+	// never count) and count pairs whose tickets are out of order.
+	slices.SortFunc(admitted, func(a, b adm) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return int(a.ticket - b.ticket)
+	})
+	seq := make([]int64, len(admitted))
+	for i, a := range admitted {
+		seq[i] = a.ticket
+	}
+	rep.Inversions = inversions(seq)
+	if n := int64(len(seq)); n > 1 {
+		rep.KendallTau = float64(rep.Inversions) / float64(n*(n-1)/2)
+	}
+}
+
+// inversions counts pairs i < j with v[i] > v[j], in O(n log n).
+func inversions(v []int64) int64 {
+	if len(v) < 2 {
+		return 0
+	}
+	mid := len(v) / 2
+	left, right := slices.Clone(v[:mid]), slices.Clone(v[mid:])
+	n := inversions(left) + inversions(right)
+	i, j, k := 0, 0, 0
+	for i < len(left) && j < len(right) {
+		if left[i] <= right[j] {
+			v[k] = left[i]
+			i++
+		} else {
+			v[k] = right[j]
+			j++
+			n += int64(len(left) - i)
+		}
+		k++
+	}
+	for ; i < len(left); i++ {
+		v[k] = left[i]
+		k++
+	}
+	for ; j < len(right); j++ {
+		v[k] = right[j]
+		k++
+	}
+	return n
+}
