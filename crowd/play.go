@@ -53,6 +53,7 @@ type Report struct {
 	Abandoned        int          `json:"abandoned"`
 	Lost             int          `json:"lost"`
 	Reconnects       int          `json:"reconnects"`
+	Updates          int          `json:"updates_received"`
 	DuplicateTickets int          `json:"duplicate_tickets"`
 	PositionUps      int          `json:"position_increases"`
 	JoinMillis       Percentiles  `json:"join_ms"`
@@ -535,6 +536,7 @@ func summarise(rep *Report) {
 			rep.Lost++
 		}
 		rep.Reconnects += u.Reconnects
+		rep.Updates += u.Updates
 		rep.PositionUps += u.PosUps
 	}
 	for _, n := range tickets {

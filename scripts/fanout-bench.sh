@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The live-update fan-out benchmark: USERS people hold event streams on one
+# room while it admits ADMITS people a second (capacity ADMITS, each admitted
+# person stays about a second). It reports the server's CPU per delivered
+# update and memory per open stream, next to what the crowd measured
+# (admission delivery percentiles, and position checks: every person's
+# latest position compared with the server's line one second after the
+# crowd and the room were frozen).
+#
+#   scripts/fanout-bench.sh                 # 15,000 people, 500 admissions/s
+#   USERS=3000 SECONDS_=20 scripts/fanout-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+USERS=${USERS:-15000}
+ADMITS=${ADMITS:-500}
+SECONDS_=${SECONDS_:-40}
+STORE=${STORE:-memory}
+WORKERS=${WORKERS:-$(( (USERS + 3999) / 4000 ))}
+dir=$(mktemp -d)
+trap 'kill $srv 2>/dev/null || true; rm -rf "$dir"' EXIT
+go build -o "$dir/waitroom" ./cmd/waitroom
+"$dir/waitroom" serve --addr 127.0.0.1:0 --data "$dir/data" --store "$STORE" >"$dir/serve.out" 2>"$dir/serve.err" &
+srv=$!
+for _ in $(seq 100); do grep -q listening "$dir/serve.out" 2>/dev/null && break; sleep 0.1; done
+addr=$(sed -n 's/.*listening on //p' "$dir/serve.out")
+token=$(cat "$dir/data/admin-token")
+curl -sf -X PUT "http://$addr/v1/rooms/fanout" -H "Authorization: Bearer $token" \
+	-d "{\"capacity\":$ADMITS,\"active_timeout\":\"1m\"}" >/dev/null
+cpu() { awk '{print $14+$15}' "/proc/$srv/stat"; }
+rss() { awk '/VmRSS/{print $2}' "/proc/$srv/status"; }
+tick=$(getconf CLK_TCK)
+rss0=$(rss)
+cpu0=$(cpu)
+peak=$rss0
+( while kill -0 $srv 2>/dev/null; do r=$(rss); [ "$r" -gt "$(cat "$dir/peak" 2>/dev/null || echo 0)" ] && echo "$r" >"$dir/peak"; sleep 0.5; done ) &
+"$dir/waitroom" load --target "http://$addr" --room fanout --users "$USERS" --rate $((USERS / 5)) \
+	--hold 1s --duration "${SECONDS_}s" --workers "$WORKERS" --sources $(( (USERS + 9999) / 10000 + 1 )) \
+	--check-every 10s --admin-token "$token" --json "$dir/result.json" 2>"$dir/progress.log"
+cpu1=$(cpu)
+peak=$(cat "$dir/peak")
+python3 - "$dir/result.json" "$cpu0" "$cpu1" "$tick" "$rss0" "$peak" "$USERS" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cpu = (float(sys.argv[3]) - float(sys.argv[2])) / float(sys.argv[4])
+rss0, peak, users = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+upd = r["updates_received"]
+print(f"server CPU {cpu:.1f}s for {upd} delivered updates: {cpu / max(upd, 1) * 1e6:.1f} µs per update")
+print(f"server memory: {rss0/1024:.0f} MiB idle, {peak/1024:.0f} MiB peak with {users} streams: {(peak - rss0) / users:.1f} KiB per stream")
+d = r["admission_delivery_ms"]
+print(f"admission delivery: p50 {d['p50']:.0f} ms, p99 {d['p99']:.0f} ms, max {d['max']:.0f} ms (n {d['n']})")
+for c in r.get("position_checks") or []:
+    print(f"position check: {c['wrong']} of {c['compared']} wrong, {c['waiting']} waiting")
+print(f"admitted {r['admitted']}, tau {r['kendall_tau_distance']}, max active {r['max_active']}/{r['capacity']}, reconnects {r['reconnects']}, lost {r['lost']}")
+PY
