@@ -91,7 +91,8 @@ type user struct {
 	rng    *rand.Rand
 	frozen *atomic.Bool
 	joined *atomic.Int64
-	mu     sync.Mutex // guards res and sess
+	busy   *atomic.Int64 // requests of this worker's users in flight
+	mu     sync.Mutex    // guards res and sess
 	res    UserResult
 	sess   waitroom.Session
 	lastID string
@@ -312,6 +313,8 @@ func (u *user) maybeQuit(ctx context.Context) {
 }
 
 func (u *user) leave(ctx context.Context) {
+	u.busy.Add(1)
+	defer u.busy.Add(-1)
 	u.mu.Lock()
 	id := u.sess.ID
 	u.mu.Unlock()

@@ -53,12 +53,12 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	var frozen atomic.Bool
 	cls := clients(cfg.Sources)
 	users := make([]*user, count)
-	var joined atomic.Int64
+	var joined, busy atomic.Int64
 	for i := range users {
 		n := first + i
 		users[i] = &user{
 			cfg: &cfg, n: n, client: cls[n%len(cls)], target: n,
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined,
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, busy: &busy,
 		}
 	}
 	go func() {
@@ -67,6 +67,12 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 			switch sc.Text() {
 			case cmdFreeze:
 				frozen.Store(true)
+				// Acknowledge once the users' own requests in flight have
+				// landed, so a check never counts a person's own leave
+				// against them.
+				for deadline := time.Now().Add(10 * time.Second); busy.Load() > 0 && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 				write(line{Kind: "ack"})
 			case cmdThaw:
 				frozen.Store(false)

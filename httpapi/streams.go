@@ -66,13 +66,15 @@ func (st *stream) touch(ctx context.Context) {
 	}
 }
 
-// close ends the watch; when the client went away (rather than the session
-// ending or the server shutting down), the session's grace period starts.
+// close ends the watch; when the client went away while waiting (rather
+// than the session ending, the server shutting down, or the page moving on
+// after the stream told it the session was admitted), the session's grace
+// period starts.
 func (st *stream) close(clientGone bool, last waitroom.Session) {
 	if st.watch != nil {
 		st.watch.Stop()
 	}
-	if !clientGone || last.Status.Final() {
+	if !clientGone || last.Status != waitroom.StatusWaiting {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), awayTimeout)

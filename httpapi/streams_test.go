@@ -399,3 +399,27 @@ func TestStreamErrorsAreJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmittedStreamCloseKeepsSlot: once a stream has told its page the
+// session is admitted, the page moves on to the target and the stream
+// closes; that must not start the grace period of the active session.
+func TestAdmittedStreamCloseKeepsSlot(t *testing.T) {
+	cfg := waitingRoom(1)
+	cfg.Grace = waitroom.Duration(30 * time.Second)
+	e := newStreamEnv(t, cfg)
+	x := e.join() // active at once
+	st := e.open(x.ID, nil)
+	if ev := st.next(t); ev.session.Status != waitroom.StatusActive {
+		t.Fatalf("first event: %s, want active", ev.session.Status)
+	}
+	st.close()
+	e.waitIdle()
+	e.clock.Advance(time.Minute) // past grace, within active_timeout (5m)
+	ctx := context.Background()
+	if _, err := e.store.Sweep(ctx, "r", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.store.Sessions(ctx, "r", []string{x.ID}); got[0].Status != waitroom.StatusActive {
+		t.Errorf("a minute after its stream closed: %s (%s), want still active", got[0].Status, got[0].EndReason)
+	}
+}

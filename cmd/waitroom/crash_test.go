@@ -109,11 +109,12 @@ type process struct {
 	waitErr        error
 }
 
-// startProcess starts `waitroom serve` on data and waits for its address.
-func startProcess(t *testing.T, bin, data string) *process {
+// startProcess starts `waitroom serve` on data (with any extra flags) and
+// waits for its address.
+func startProcess(t *testing.T, bin, data string, extra ...string) *process {
 	t.Helper()
 	p := &process{stdout: new(syncBuffer), stderr: new(syncBuffer), exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, extra...)...)
 	// The server must not pick up WAITROOM_* settings of the machine.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "WAITROOM_") {

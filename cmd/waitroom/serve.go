@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/sweeper"
+	"github.com/waitroom/waitroom/web"
 )
 
 // Server limits. There is no WriteTimeout: event streams stay open for as
@@ -57,6 +59,8 @@ type serveConfig struct {
 	store      string
 	adminToken string
 	logFormat  string
+	templates  string
+	demo       bool
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -64,15 +68,20 @@ type serveConfig struct {
 type serveFlag struct {
 	name, env, def, help string
 	dst                  *string
+	// bdst, when set instead of dst, makes a boolean flag (--demo); its
+	// environment variable takes true/false, 1/0.
+	bdst *bool
 }
 
 func (c *serveConfig) flags() []serveFlag {
 	return []serveFlag{
-		{"addr", "WAITROOM_ADDR", ":8080", "`address` to listen on (host:port; port 0 picks a free one)", &c.addr},
-		{"data", "WAITROOM_DATA", "./waitroom-data", "`folder` for the database and the generated admin token", &c.data},
-		{"store", "WAITROOM_STORE", "", "storage `backend`: empty for the embedded SQLite store in the data folder,\n\"memory\" for an in-memory store that loses everything on exit (demos only)", &c.store},
-		{"admin-token", "WAITROOM_ADMIN_TOKEN", "", "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start", &c.adminToken},
-		{"log-format", "WAITROOM_LOG_FORMAT", "text", "log `format` on stderr: text or json", &c.logFormat},
+		{"addr", "WAITROOM_ADDR", ":8080", "`address` to listen on (host:port; port 0 picks a free one)", &c.addr, nil},
+		{"data", "WAITROOM_DATA", "./waitroom-data", "`folder` for the database and the generated admin token", &c.data, nil},
+		{"store", "WAITROOM_STORE", "", "storage `backend`: empty for the embedded SQLite store in the data folder,\n\"memory\" for an in-memory store that loses everything on exit (demos only)", &c.store, nil},
+		{"admin-token", "WAITROOM_ADMIN_TOKEN", "", "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start", &c.adminToken, nil},
+		{"log-format", "WAITROOM_LOG_FORMAT", "text", "log `format` on stderr: text or json", &c.logFormat, nil},
+		{"templates", "WAITROOM_TEMPLATES", "", "`folder` of waiting-page templates: page.html for every room, <room>.html for one\n(html/template; see the README's \"Waiting page\" section)", &c.templates, nil},
+		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
 
@@ -85,14 +94,21 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.SetOutput(stderr)
 	specs := c.flags()
 	for _, f := range specs {
-		fs.StringVar(f.dst, f.name, f.def, f.help)
+		if f.bdst != nil {
+			fs.BoolVar(f.bdst, f.name, false, f.help)
+		} else {
+			fs.StringVar(f.dst, f.name, f.def, f.help)
+		}
 	}
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprint(out, "Usage: waitroom serve [flags]\n\nRuns the waitroom HTTP server. Each flag may also be set by its environment\nvariable; a flag on the command line wins.\n\nFlags:\n")
 		for _, f := range specs {
 			name, help := flag.UnquoteUsage(fs.Lookup(f.name))
-			fmt.Fprintf(out, "  --%s %s   (env %s", f.name, name, f.env)
+			if name != "" {
+				name = " " + name
+			}
+			fmt.Fprintf(out, "  --%s%s   (env %s", f.name, name, f.env)
 			if f.def != "" {
 				fmt.Fprintf(out, ", default %q", f.def)
 			}
@@ -105,9 +121,19 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	given := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, f := range specs {
-		if v := getenv(f.env); !given[f.name] && v != "" {
-			*f.dst = v
+		v := getenv(f.env)
+		if given[f.name] || v == "" {
+			continue
 		}
+		if f.bdst == nil {
+			*f.dst = v
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, badUsage(fs, "%s must be true or false, not %q", f.env, v)
+		}
+		*f.bdst = b
 	}
 
 	switch c.logFormat {
@@ -178,6 +204,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := ensureDefaultRoom(ctx, store, clock.Now(), logger); err != nil {
 		return err
 	}
+	if cfg.demo {
+		if err := ensureDemoRoom(ctx, store, clock.Now(), logger); err != nil {
+			return err
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	stopMetrics := metrics.Register(store, reg)
@@ -219,6 +250,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Hub:        hub,
 		ETA:        estimator.Fill,
 	})
+	// The waiting page, its scripts and the demo live next to the API: the
+	// web handler takes its own prefixes, the API everything else.
+	webCfg := web.Config{
+		Store:     store,
+		Clock:     clock,
+		ETA:       estimator.Fill,
+		Templates: cfg.templates,
+		Logger:    logger,
+		Demo:      cfg.demo,
+	}
+	pages, err := web.New(webCfg)
+	if err != nil {
+		return fmt.Errorf("--templates: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", handler)
+	for _, prefix := range web.Prefixes(webCfg) {
+		mux.Handle(prefix, pages)
+	}
 	// Runtime and process metrics next to waitroom's own. Registered after
 	// the handler, tolerating duplicates, in case a package registers them too.
 	for _, c := range []prometheus.Collector{
@@ -229,7 +279,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return fmt.Errorf("register runtime metrics: %w", err)
 		}
 	}
-	srv := newHTTPServer(ctx, handler, logger)
+	srv := newHTTPServer(ctx, mux, logger)
 	srv.RegisterOnShutdown(hub.Close)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
@@ -237,6 +287,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
 	}
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
+	if cfg.demo {
+		base := "http://" + browsable(ln.Addr())
+		fmt.Fprintf(stdout, "demo: open %s%s%s (one person per browser) or %s%s (one person per tab)\n",
+			base, web.PagePrefix, web.DemoRoom, base, web.DemoPrefix)
+	}
 	logger.Info("serving", "addr", ln.Addr().String(), "store", storeKind(cfg), "data", cfg.data)
 
 	served := make(chan error, 1)
@@ -273,6 +328,19 @@ func newHTTPServer(ctx context.Context, handler http.Handler, logger *slog.Logge
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+}
+
+// browsable turns a listening address into a host:port a browser can open:
+// an unspecified IP (":8080", "[::]:8080") becomes localhost.
+func browsable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func storeKind(cfg serveConfig) string {
@@ -384,5 +452,37 @@ func ensureDefaultRoom(ctx context.Context, store waitroom.Store, now time.Time,
 		return fmt.Errorf("create room %q: %w", waitroom.DefaultRoom, err)
 	}
 	logger.Info("created the default room", "room", waitroom.DefaultRoom)
+	return nil
+}
+
+// demoCapacity is the demo room's capacity: small, so a few tabs show the
+// line at work.
+const demoCapacity = 3
+
+// ensureDemoRoom creates room web.DemoRoom for --demo, or updates an
+// existing one to the demo's capacity and target while keeping the rest of
+// its configuration.
+func ensureDemoRoom(ctx context.Context, store waitroom.Store, now time.Time, logger *slog.Logger) error {
+	cfg := waitroom.DefaultConfig()
+	room, err := store.Room(ctx, web.DemoRoom)
+	switch {
+	case err == nil:
+		cfg = room.RoomConfig
+	case waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound:
+		return fmt.Errorf("read room %q: %w", web.DemoRoom, err)
+	}
+	cfg.Mode = waitroom.ModeAuto
+	cfg.Capacity = demoCapacity
+	cfg.TargetURL = web.DemoAppPath
+	if err == nil && cfg.Equal(room.RoomConfig) {
+		return nil
+	}
+	if _, created, err := store.PutRoom(ctx, web.DemoRoom, cfg, now); err != nil {
+		return fmt.Errorf("set up room %q for --demo: %w", web.DemoRoom, err)
+	} else if created {
+		logger.Info("created the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
+	} else {
+		logger.Info("updated the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
+	}
 	return nil
 }

@@ -1,0 +1,345 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"html"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/waitroom/waitroom"
+)
+
+// CookiePrefix starts the name of the cookie that holds a visitor's session
+// id for one room: waitroom-sid-<room>.
+const CookiePrefix = "waitroom-sid-"
+
+// CookieName returns the name of room's session cookie.
+func CookieName(room string) string { return CookiePrefix + room }
+
+// Refresh bounds, in seconds, for the no-JavaScript reload of a waiting page.
+const (
+	minRefresh = 5
+	maxRefresh = 10
+)
+
+// Page is what a waiting-page template receives. Numbers come both raw (in
+// Session) and formatted for the visitor's language.
+type Page struct {
+	// Lang is the page's language tag ("en", "de", "fr") and T its text.
+	Lang string
+	T    *Messages
+	// Room is the room's name.
+	Room string
+	// Status is "waiting", "active" (admitted, shown only when the room has
+	// no target_url, since otherwise the visitor is redirected) or "served"
+	// (called in a manual room).
+	Status string
+	// Session is the visitor's session as the API would answer it.
+	Session waitroom.Session
+	// Position, Ahead, Waiting, Active and Capacity are the numbers,
+	// formatted for the language ("1,234"); Position and Ahead are "" unless
+	// waiting.
+	Position, Ahead, Waiting, Active, Capacity string
+	// Announcement is the sentence for the aria-live region: "You are
+	// number 3 in line. 2 people are ahead of you."
+	Announcement string
+	// ETA is the estimated wait as text; HasETA says whether there is an
+	// estimate (ETA is then T.ETAUnknown otherwise).
+	ETA    string
+	HasETA bool
+	// Progress is how far along the wait is, 0 to 100, from the time waited
+	// and the estimate; HasProgress is false while there is no estimate.
+	Progress    int
+	HasProgress bool
+	// Target is where the visitor goes once admitted: the room's target_url,
+	// or an allowed ?return_to=; "" for none.
+	Target string
+	// Refresh is the no-JavaScript reload interval in seconds (0: none).
+	// The built-in page puts it in <noscript><meta http-equiv="refresh">, so
+	// that only visitors without JavaScript reload.
+	Refresh int
+	// DocTitle is the document title ("No. 3 in line · Waiting room").
+	DocTitle string
+	// Nonce is the Content-Security-Policy nonce: inline <script nonce="…">
+	// and <style nonce="…"> run only with it.
+	Nonce string
+	// Script is the URL of /waitroom.js, PageScript of the page's live
+	// updater (it needs Script first) and Style of the built-in style sheet.
+	Script, PageScript, Style template.URL
+	// EventsURL, SessionURL and AwayURL are the session's API paths: its
+	// Server-Sent Events stream, the session itself and the away beacon.
+	EventsURL, SessionURL, AwayURL string
+	// JoinURL is where the "join again" form posts.
+	JoinURL string
+	// Data holds the data-* attributes the page script reads (session,
+	// status, target, clock, messages). Put it on the element with
+	// id="waitroom": <main id="waitroom" {{.Data}}>.
+	Data template.HTMLAttr
+}
+
+// newPage assembles the data of a page for session s at now.
+func newPage(lang *Messages, s waitroom.Session, target string, refresh int, now time.Time, nonce string) *Page {
+	p := &Page{
+		Lang:       lang.Lang,
+		T:          lang,
+		Room:       s.Room,
+		Status:     string(s.Status),
+		Session:    s,
+		Waiting:    lang.number(int64(s.Waiting)),
+		Active:     lang.number(int64(s.Active)),
+		Capacity:   lang.number(int64(s.Capacity)),
+		Target:     target,
+		Nonce:      nonce,
+		Script:     clientJS.url(),
+		PageScript: pageJS.url(),
+		Style:      styleCSS.url(),
+		ETA:        lang.ETAUnknown,
+	}
+	base := "/v1/rooms/" + url.PathEscape(s.Room) + "/sessions/" + url.PathEscape(s.ID)
+	p.SessionURL, p.EventsURL, p.AwayURL = base, base+"/events", base+"/away"
+	p.JoinURL = PagePrefix + url.PathEscape(s.Room)
+	switch s.Status {
+	case waitroom.StatusWaiting:
+		p.Position = lang.number(s.Position)
+		p.Ahead = lang.number(s.Ahead())
+		p.Announcement = lang.announcement(s)
+		p.Refresh = refresh
+		p.DocTitle = fill(lang.TitlePosition, "n", p.Position) + " · " + lang.Title
+		if s.ETA != nil {
+			p.HasETA, p.ETA = true, lang.etaText(s.ETA)
+			p.HasProgress, p.Progress = true, progress(now.Sub(s.JoinedAt), s.ETA.Seconds)
+		}
+	case waitroom.StatusServed:
+		p.DocTitle = lang.ServedHeading + " · " + lang.Title
+	default:
+		p.DocTitle = lang.AdmittedHeading + " · " + lang.Title
+	}
+	p.Data = p.data(now)
+	return p
+}
+
+// progress is the share of the wait behind a visitor who has waited for
+// waited and has about eta seconds to go, as a percentage kept within 1..99
+// so the bar neither looks empty nor finished.
+func progress(waited time.Duration, eta int64) int {
+	w := max(waited.Seconds(), 0)
+	total := w + float64(max(eta, 0))
+	if total <= 0 {
+		return 1
+	}
+	return min(max(int(100*w/total), 1), 99)
+}
+
+// data renders the data-* attributes for the page script. Every value is
+// HTML-escaped for a double-quoted attribute.
+func (p *Page) data(now time.Time) template.HTMLAttr {
+	var b strings.Builder
+	attr := func(name, value string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("data-")
+		b.WriteString(name)
+		b.WriteString(`="`)
+		b.WriteString(html.EscapeString(value))
+		b.WriteByte('"')
+	}
+	t := p.T
+	attr("room", p.Room)
+	attr("session", p.Session.ID)
+	attr("status", p.Status)
+	attr("target", p.Target)
+	attr("lang", p.Lang)
+	attr("now", strconv.FormatInt(now.UnixMilli(), 10))
+	for _, m := range [][2]string{
+		{"title", t.Title}, {"title-position", t.TitlePosition},
+		{"announce-position", t.AnnouncePosition}, {"ahead-one", t.AheadOne}, {"ahead-other", t.AheadOther}, {"next", t.Next},
+		{"eta-unknown", t.ETAUnknown}, {"eta-under-minute", t.ETAUnderMinute},
+		{"eta-minute-one", t.ETAMinuteOne}, {"eta-minute-other", t.ETAMinuteOther}, {"eta-minute-range", t.ETAMinuteRange},
+		{"eta-hour-one", t.ETAHourOne}, {"eta-hour-other", t.ETAHourOther}, {"eta-hour-range", t.ETAHourRange},
+		{"ended-heading", t.EndedHeading}, {"ended-body", t.EndedBody},
+	} {
+		attr("t-"+m[0], m[1])
+	}
+	return template.HTMLAttr(b.String())
+}
+
+// shorten cuts a name taken from the URL to a length fit to show back.
+func shorten(name string) string {
+	const most = 80
+	if len(name) <= most {
+		return name
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// refreshSeconds is the no-JavaScript reload interval for a room: a third of
+// its waiting_timeout, so that a reloading page alone keeps its place, kept
+// within 5 to 10 seconds.
+func refreshSeconds(cfg waitroom.RoomConfig) int {
+	if cfg.WaitingTimeout <= 0 {
+		return maxRefresh
+	}
+	return min(max(int(cfg.WaitingTimeout.D()/3/time.Second), minRefresh), maxRefresh)
+}
+
+// page: GET /r/{room}. It resumes the visitor's session from the cookie or
+// joins the room, and then either redirects an admitted visitor or shows
+// the page. Each request counts as presence.
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	// Every answer, redirects included, is one visitor's and may set a cookie.
+	w.Header().Set("Cache-Control", "no-store")
+	lang := pickLanguage(r.Header.Get("Accept-Language"))
+	room := r.PathValue("room")
+	if !waitroom.ValidRoomName(room) {
+		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+		return
+	}
+	ctx := r.Context()
+	info, err := h.store.Room(ctx, room)
+	if err != nil {
+		h.storeError(w, r, lang, room, err)
+		return
+	}
+	if r.Method == http.MethodHead {
+		// Link checkers and previews ask with HEAD; nobody joins for them.
+		htmlHeaders(w, lang, nonce())
+		return
+	}
+	now := h.clock.Now()
+	s, joined, err := h.resume(ctx, r, room, true, now)
+	if err != nil {
+		h.storeError(w, r, lang, room, err)
+		return
+	}
+	if joined {
+		h.setCookie(w, r, room, s.ID)
+	}
+	target := h.destination(r, info.RoomConfig)
+	if s.Status == waitroom.StatusActive && target != "" {
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	if s.Status == waitroom.StatusWaiting && h.eta != nil {
+		h.eta(&s, now)
+	}
+	h.render(w, r, lang, newPage(lang, s, target, refreshSeconds(info.RoomConfig), now, nonce()))
+}
+
+// rejoin: POST /r/{room}, the "join the line again" button of a page whose
+// session ended. A visitor whose session is still live keeps it; anyone
+// else joins anew. Either way the browser is sent back to the page.
+func (h *Handler) rejoin(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	lang := pickLanguage(r.Header.Get("Accept-Language"))
+	room := r.PathValue("room")
+	if !waitroom.ValidRoomName(room) {
+		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+		return
+	}
+	s, joined, err := h.resume(r.Context(), r, room, false, h.clock.Now())
+	if err != nil {
+		h.storeError(w, r, lang, room, err)
+		return
+	}
+	if joined {
+		h.setCookie(w, r, room, s.ID)
+	}
+	http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
+}
+
+// resume returns the visitor's session: the one named by the room's cookie
+// while it is live (or, when keepServed, served: its page says it is their
+// turn), else a new one. joined says a new session was made.
+func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keepServed bool, now time.Time) (s waitroom.Session, joined bool, err error) {
+	if c, cerr := r.Cookie(CookieName(room)); cerr == nil && c.Value != "" {
+		s, err = h.store.Session(ctx, room, c.Value, now)
+		switch code := waitroom.ErrorCode(err); {
+		case err == nil && (s.Status.Live() || (keepServed && s.Status == waitroom.StatusServed)):
+			return s, false, nil
+		case err == nil, code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:
+			// Ended, forgotten or forged: a new place at the back.
+		default:
+			return s, false, err
+		}
+	}
+	s, err = h.store.Join(ctx, room, "", now)
+	return s, err == nil, err
+}
+
+// setCookie stores the session id for the room. HttpOnly keeps it from
+// scripts, SameSite=Lax from other sites' requests; Secure over TLS.
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, room, id string) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     CookieName(room),
+		Value:    id,
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+		Secure:   h.secure || isTLS(r),
+	})
+}
+
+// isTLS reports whether r came over HTTPS, directly or through a proxy
+// that says so.
+func isTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// destination is where an admitted visitor goes: ?return_to= when its
+// origin is one of the room's return_origins, else the room's target_url
+// ("" for none). Any other return_to is ignored, so the page cannot be used
+// to send people to arbitrary sites.
+func (h *Handler) destination(r *http.Request, cfg waitroom.RoomConfig) string {
+	if rt := r.URL.Query().Get("return_to"); rt != "" {
+		if u, ok := allowedReturn(rt, cfg.ReturnOrigins); ok {
+			return u
+		}
+	}
+	return cfg.TargetURL
+}
+
+// allowedReturn checks a return_to URL against the allowed origins and
+// returns it re-encoded. It must be an absolute http(s) URL without
+// credentials; backslashes and control characters, which browsers and Go
+// parse differently, are refused outright.
+func allowedReturn(raw string, origins []string) (string, bool) {
+	if len(origins) == 0 || len(raw) > waitroom.MaxURLLen || strings.ContainsAny(raw, "\\\t\r\n ") {
+		return "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Opaque != "" {
+		return "", false
+	}
+	origin := strings.ToLower(u.Scheme + "://" + u.Host)
+	for _, o := range origins {
+		if allowed, err := waitroom.ParseOrigin(o); err == nil && allowed == origin {
+			return u.String(), true
+		}
+	}
+	return "", false
+}
+
+// render writes a waiting page with the room's template.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, lang *Messages, p *Page) {
+	t, name := h.pages.forRoom(p.Room)
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, p); err != nil {
+		h.log.Error("web: waiting page template", "room", p.Room, "template", name, "err", err)
+		h.errorPage(w, r, lang, http.StatusInternalServerError, lang.ErrorTitle, lang.ErrorBody)
+		return
+	}
+	htmlHeaders(w, lang, p.Nonce)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}

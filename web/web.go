@@ -1,0 +1,234 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Paths the handler serves. A server mounts the handler on these prefixes
+// (DemoPrefix only with Config.Demo) and routes everything else elsewhere.
+const (
+	// PagePrefix is followed by a room name: /r/{room} is the waiting page.
+	PagePrefix = "/r/"
+	// ClientPath is the JavaScript client.
+	ClientPath = "/waitroom.js"
+	// AssetPrefix holds the page's own script and style sheet.
+	AssetPrefix = "/waitroom/"
+	// DemoPrefix holds the demo (Config.Demo): /demo/ is a page that puts
+	// each tab in the demo room's line, DemoAppPath the sample app.
+	DemoPrefix = "/demo/"
+)
+
+// The demo's room and the path of its sample app, which is the room's
+// target_url.
+const (
+	DemoRoom    = "demo"
+	DemoAppPath = "/demo/app/"
+)
+
+// Prefixes returns the paths a server routes to a handler made with cfg:
+// PagePrefix, ClientPath, AssetPrefix and, with cfg.Demo, DemoPrefix.
+func Prefixes(cfg Config) []string {
+	p := []string{PagePrefix, ClientPath, AssetPrefix}
+	if cfg.Demo {
+		p = append(p, DemoPrefix)
+	}
+	return p
+}
+
+// Config holds what the handler needs.
+type Config struct {
+	// Store holds the rooms. It is required.
+	Store waitroom.Store
+	// Clock gives the now passed to the store; nil means waitroom.SystemClock.
+	Clock waitroom.Clock
+	// ETA completes a waiting session with its estimated wait (the
+	// eta.Estimator's Fill); nil leaves estimates out.
+	ETA func(s *waitroom.Session, now time.Time)
+	// Templates is a folder of operator templates; "" uses only the
+	// built-in page. See the package documentation.
+	Templates string
+	// Logger receives store failures; nil discards them.
+	Logger *slog.Logger
+	// Secure marks the session cookie Secure on every response. When false
+	// it is marked Secure on requests that arrived over TLS, directly or
+	// (X-Forwarded-Proto: https) through a proxy.
+	Secure bool
+	// Demo serves the demo of room DemoRoom (which the server creates):
+	// DemoAppPath is a sample app behind the room that shows "you are in"
+	// with a Leave button, and DemoPrefix itself a page that puts each
+	// browser tab in the line as one more person, using /waitroom.js.
+	Demo bool
+}
+
+// Handler serves the waiting pages, the JavaScript client and (optionally)
+// the demo. It holds no room state; every request is one to three Store
+// calls. It is safe for concurrent use.
+type Handler struct {
+	store  waitroom.Store
+	clock  waitroom.Clock
+	eta    func(s *waitroom.Session, now time.Time)
+	log    *slog.Logger
+	secure bool
+	pages  *pageTemplates
+	mux    *http.ServeMux
+}
+
+// New returns the handler for cfg. It fails when cfg.Templates cannot be
+// read or a template in it does not parse or does not run on sample data;
+// the error names the file and the problem.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("web: Config.Store is nil")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = waitroom.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	pages, err := loadTemplates(cfg.Templates)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
+		store:  cfg.Store,
+		clock:  cfg.Clock,
+		eta:    cfg.ETA,
+		log:    cfg.Logger,
+		secure: cfg.Secure,
+		pages:  pages,
+		mux:    http.NewServeMux(),
+	}
+	h.routes(cfg.Demo)
+	return h, nil
+}
+
+// NewHandler is New for configurations that cannot fail: it panics when New
+// returns an error (a missing Store, or operator templates that do not
+// parse). Servers that take a templates folder from their operator call New
+// and report the error.
+func NewHandler(cfg Config) http.Handler {
+	h, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// routes registers every path the handler answers.
+func (h *Handler) routes(demo bool) {
+	m := h.mux
+	m.HandleFunc("GET /r/{room}", h.page)
+	m.HandleFunc("POST /r/{room}", h.rejoin)
+	m.HandleFunc("GET "+ClientPath, h.asset(clientJS))
+	for _, a := range pageAssets {
+		m.HandleFunc("GET "+AssetPrefix+a.name, h.asset(a))
+	}
+	if demo {
+		m.HandleFunc("GET "+DemoPrefix+"{$}", h.demoClient)
+		m.HandleFunc("GET "+DemoAppPath+"{$}", h.demoApp)
+	}
+}
+
+// ServeHTTP sets the security headers every answer carries and dispatches.
+// Paths the handler does not know get the friendly 404 page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	if _, pattern := h.mux.Handler(r); pattern == "" && !h.otherMethod(r) {
+		lang := pickLanguage(r.Header.Get("Accept-Language"))
+		h.errorPage(w, r, lang, http.StatusNotFound, lang.NotFoundTitle, lang.PageNotFound)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// otherMethod reports whether r's path is served for GET, so that r is
+// answered 405 Method Not Allowed by the mux rather than 404.
+func (h *Handler) otherMethod(r *http.Request) bool {
+	if r.Method == http.MethodGet {
+		return false
+	}
+	g := r.Clone(r.Context())
+	g.Method = http.MethodGet
+	_, pattern := h.mux.Handler(g)
+	return pattern != ""
+}
+
+// nonce returns a fresh value for the Content-Security-Policy nonce that
+// lets an operator template carry inline scripts and styles.
+func nonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	// URL-safe: no "+" or "/", which templates would escape in nonce="…".
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// htmlHeaders sets the headers of an HTML answer: its type, language, the
+// Content-Security-Policy (nothing but this origin, plus inline code that
+// carries nonce), and no caching, since the page is one person's.
+func htmlHeaders(w http.ResponseWriter, lang *Messages, nonce string) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Language", lang.Lang)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Vary", "Accept-Language, Cookie")
+	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+
+		"'; style-src 'self' 'nonce-"+nonce+"'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+}
+
+// errorData is what the built-in error page receives.
+type errorData struct {
+	Lang    string
+	T       *Messages
+	Heading string
+	Body    string
+	// Refresh, when positive, reloads the page after that many seconds.
+	Refresh int
+	Style   template.URL
+	Nonce   string
+}
+
+// errorPage writes a friendly HTML error in the visitor's language.
+func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body string) {
+	d := errorData{Lang: lang.Lang, T: lang, Heading: heading, Body: body, Style: styleCSS.url(), Nonce: nonce()}
+	if status == http.StatusServiceUnavailable {
+		d.Refresh = 5
+		w.Header().Set("Retry-After", "5")
+	}
+	htmlHeaders(w, lang, d.Nonce)
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := builtin.ExecuteTemplate(w, "error.html", d); err != nil {
+		h.log.Error("web: error page", "err", err)
+	}
+}
+
+// storeError answers a store failure: unknown rooms get the 404 page, a
+// backend that is down the 503 page that retries by itself, the rest 500.
+func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messages, room string, err error) {
+	switch waitroom.ErrorCode(err) {
+	case waitroom.CodeRoomNotFound:
+		h.errorPage(w, r, lang, http.StatusNotFound, lang.NotFoundTitle, fill(lang.NotFoundBody, "room", shorten(room)))
+	case waitroom.CodeInvalidRoomName:
+		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	case waitroom.CodeUnavailable:
+		h.log.Warn("web: store unavailable", "room", room, "err", err)
+		h.errorPage(w, r, lang, http.StatusServiceUnavailable, lang.UnavailableTitle, lang.UnavailableBody)
+	default:
+		h.log.Error("web: store failure", "room", room, "err", err)
+		h.errorPage(w, r, lang, http.StatusInternalServerError, lang.ErrorTitle, lang.ErrorBody)
+	}
+}
