@@ -30,6 +30,9 @@ const (
 	keep = 256
 	// minAdmissions is the least evidence an estimate needs.
 	minAdmissions = 2
+	// Below fewAdmissions, the span counts as at least minSpan.
+	fewAdmissions = 30
+	minSpan       = 10 * time.Second
 	// z90 is the two-sided 90% normal quantile.
 	z90 = 1.645
 )
@@ -140,7 +143,13 @@ func (e *Estimator) Fill(s *waitroom.Session, now time.Time) {
 		return
 	}
 	// k admissions mark k-1 intervals up to the last; measuring to now
-	// instead makes the rate fall while a room stalls.
+	// instead makes the rate fall while a room stalls. A handful of
+	// admissions close together is a burst (a capacity raise, an operator's
+	// advance), not a rate: with little evidence the span counts as at
+	// least minSpan.
+	if k < fewAdmissions {
+		span = max(span, minSpan)
+	}
 	s.ETA = Estimate(s.Position, k-1, max(span, time.Millisecond), limit)
 }
 

@@ -113,3 +113,20 @@ func TestFillFromStore(t *testing.T) {
 		t.Errorf("ten minutes with no admission: got ETA %+v, want none", *x.ETA)
 	}
 }
+
+// TestBurstIsNotARate: two admissions in the same instant do not promise
+// a position 41 a wait of seconds.
+func TestBurstIsNotARate(t *testing.T) {
+	e := &Estimator{rooms: map[string]*history{}}
+	ev := waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: t0}
+	for range 2 {
+		ev.Changes = append(ev.Changes, waitroom.Change{From: waitroom.StatusWaiting,
+			Session: waitroom.Session{Status: waitroom.StatusActive, AdmittedAt: t0}})
+	}
+	e.Observe(ev)
+	s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 41}
+	e.Fill(&s, t0.Add(100*time.Millisecond))
+	if s.ETA == nil || s.ETA.Seconds < 60 {
+		t.Errorf("position 41 after a burst of two admissions: ETA %+v, want at least a minute", s.ETA)
+	}
+}
