@@ -100,7 +100,10 @@ type Store interface {
 
 	// Sweep expires the room's sessions whose deadlines are at or before
 	// now and admits waiting sessions into freed slots. Its work is
-	// proportional to what is due, not to the room's size.
+	// proportional to what is due, not to the room's size. A shared
+	// backend may let only one process sweep a room at a time (a lease);
+	// the others then return a zero result at once. Correctness never
+	// depends on Sweep: every operation settles what is due at its own now.
 	Sweep(ctx context.Context, room string, now time.Time) (SweepResult, error)
 
 	// Waiting lists waiting sessions in admission order with their
@@ -190,6 +193,9 @@ type Event struct {
 	// LastTicket is the room's highest ticket after the change.
 	LastTicket int64
 	// Remote is set on events that another process made (shared backends).
+	// A Remote event with no Changes is a resynchronisation hint, sent when
+	// a shared store reconnects or first notices a room: something may
+	// have changed unseen, so consumers should re-read the room.
 	Remote bool
 }
 

@@ -210,7 +210,7 @@ func Cluster(t testing.TB, opts ...Option) (addrs []string) {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000")
-		in := Start(t, WithDir(dir), withConfig(node))
+		in := Start(t, withConfig(node))
 		addrs = append(addrs, in.Addr)
 	}
 

@@ -440,7 +440,14 @@ func fmtSession(s waitroom.Session) string {
 func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 	t.Helper()
 	h.mu.Lock()
-	events := h.events
+	var events []waitroom.Event
+	for _, e := range h.events {
+		// A remote event without changes is a resynchronisation hint
+		// (a shared store reconnected): it records no operation.
+		if !(e.Remote && len(e.Changes) == 0) {
+			events = append(events, e)
+		}
+	}
 	h.events = nil
 	h.mu.Unlock()
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,6 +60,13 @@ func TestLoadCommand(t *testing.T) {
 	for _, ch := range rep.Checks {
 		if ch.Wrong != 0 {
 			t.Errorf("position check: %d of %d wrong (%s)", ch.Wrong, ch.Compared, ch.FirstDiff)
+		}
+	}
+	if t.Failed() {
+		for _, u := range rep.UsersDetail {
+			if u.Errors > 0 || u.Reconnects > 0 || (strings.Contains(rep.Checks[len(rep.Checks)-1].FirstDiff, "ticket "+strconv.FormatInt(u.Ticket, 10)+":")) {
+				t.Logf("person %+v", u)
+			}
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/push"
+	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/sweeper"
 	"github.com/waitroom/waitroom/web"
@@ -156,7 +157,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 }
 
 func isRedisURL(s string) bool {
-	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+	scheme, _, ok := strings.Cut(s, "://")
+	switch scheme {
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
+		return ok
+	}
+	return false
 }
 
 // redactURL hides a password in a store URL before it is printed.
@@ -357,7 +363,11 @@ func openStore(ctx context.Context, cfg serveConfig, logger *slog.Logger) (waitr
 		logger.Warn("using the in-memory store: every room and session is lost when the process stops; use it for demos only")
 		return memstore.New(), nil
 	case isRedisURL(cfg.store):
-		return nil, fmt.Errorf("--store %s: the Redis backend is not available yet in this version; leave --store empty to use the embedded SQLite store", redactURL(cfg.store))
+		st, err := redisstore.Open(ctx, cfg.store)
+		if err != nil {
+			return nil, fmt.Errorf("open Redis store %s: %w", redactURL(cfg.store), err)
+		}
+		return st, nil
 	}
 	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)

@@ -1,0 +1,94 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/storetest"
+)
+
+// prefixes gives every store of the package's tests its own key prefix, so
+// stores on one Redis never see each other's rooms.
+var prefixes atomic.Int64
+
+func freshPrefix() string { return fmt.Sprintf("t%d", prefixes.Add(1)) }
+
+// newStoreOn returns a constructor of stores on client, each with a fresh
+// prefix and the given options.
+func newStoreOn(client redis.UniversalClient, opts ...redisstore.Option) func(t *testing.T) waitroom.Store {
+	return func(t *testing.T) waitroom.Store {
+		t.Helper()
+		s, err := redisstore.New(t.Context(), client, append([]redisstore.Option{redisstore.WithPrefix(freshPrefix())}, opts...)...)
+		if err != nil {
+			t.Fatalf("redisstore.New: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+}
+
+func standalone(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: redistest.Server(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestStandalone runs the conformance suite and the model test against one
+// real redis-server, the model also with an expiry batch of one, so nearly
+// every expiry takes the path where an operation runs its script again for
+// what is left; and two processes sharing a room. The subtests run in
+// parallel on fresh key prefixes.
+func TestStandalone(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Server(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, newStoreOn(client))
+	})
+	t.Run("Model", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunModel(t, newStoreOn(client))
+	})
+	t.Run("ModelSmallBatches", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunModel(t, newStoreOn(client, redisstore.WithExpiryBatch(1)))
+	})
+	t.Run("TwoProcesses", func(t *testing.T) {
+		t.Parallel()
+		testProcesses(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) })
+	})
+}
+
+// TestCluster runs the same against a three-master Redis Cluster, where
+// events go over sharded pub/sub.
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	addrs := redistest.Cluster(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = client.Close() })
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, newStoreOn(client))
+	})
+	t.Run("Model", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunModel(t, newStoreOn(client))
+	})
+	t.Run("TwoProcesses", func(t *testing.T) {
+		t.Parallel()
+		testProcesses(t, func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) })
+	})
+	t.Run("TwoProcessesClassicPubSub", func(t *testing.T) {
+		t.Parallel()
+		testProcesses(t, func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) },
+			redisstore.WithShardedPubSub(false))
+	})
+}

@@ -1,0 +1,477 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom"
+)
+
+// subscribers are the local Subscribe callbacks.
+type subscribers struct {
+	mu   sync.RWMutex
+	fns  map[int]func(waitroom.Event)
+	next int
+	n    atomic.Int32
+}
+
+func (s *subscribers) publish(e waitroom.Event) {
+	if s.n.Load() == 0 {
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, fn := range s.fns {
+		fn(e)
+	}
+}
+
+// Subscribe implements waitroom.Store. The first call starts the pub/sub
+// subscription that brings other processes' events, and waits (up to two
+// seconds) until it is in place, so events made after Subscribe returns
+// arrive.
+func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
+	s.subs.mu.Lock()
+	id := s.subs.next
+	s.subs.next++
+	s.subs.fns[id] = fn
+	s.subs.n.Add(1)
+	s.subs.mu.Unlock()
+	if !s.closed.Load() {
+		s.lis.start()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.subs.mu.Lock()
+			delete(s.subs.fns, id)
+			s.subs.n.Add(-1)
+			s.subs.mu.Unlock()
+		})
+	}
+}
+
+// An event on the wire is lines separated by '\n' with fields separated by
+// '\t' (keys cannot hold control characters, secrets are hex, the
+// configuration is JSON, which escapes them):
+//
+//	1 pid room kind at waiting active last_ticket config_json
+//	ticket secret from status key joined admitted ended reason waiting active capacity
+//	…
+//
+// Times are unix milliseconds.
+
+// decodeEvent parses an event message; ok is false for anything else.
+func decodeEvent(msg string) (waitroom.Event, bool) {
+	e, _, ok := decodeEventFrom(msg)
+	return e, ok
+}
+
+// decodeEventFrom parses an event message and returns the process that
+// made it.
+func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
+	head, rest, _ := strings.Cut(msg, "\n")
+	h := strings.SplitN(head, "\t", 9)
+	if len(h) != 9 || h[0] != "1" {
+		return e, "", false
+	}
+	at, err1 := strconv.ParseInt(h[4], 10, 64)
+	w, err2 := strconv.Atoi(h[5])
+	a, err3 := strconv.Atoi(h[6])
+	last, err4 := strconv.ParseInt(h[7], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return e, "", false
+	}
+	e = waitroom.Event{
+		Room:       h[2],
+		Kind:       waitroom.EventKind(h[3]),
+		At:         tm(at),
+		Waiting:    w,
+		Active:     a,
+		LastTicket: last,
+	}
+	if e.Kind == waitroom.EventConfig && h[8] != "" {
+		var cfg waitroom.RoomConfig
+		if json.Unmarshal([]byte(h[8]), &cfg) != nil {
+			return e, "", false
+		}
+		e.Config = &cfg
+	}
+	if rest != "" {
+		lines := strings.Split(rest, "\n")
+		e.Changes = make([]waitroom.Change, 0, len(lines))
+		for _, line := range lines {
+			c, ok := decodeChange(e.Room, line)
+			if !ok {
+				return e, "", false
+			}
+			e.Changes = append(e.Changes, c)
+		}
+	}
+	return e, h[1], true
+}
+
+func decodeChange(room, line string) (waitroom.Change, bool) {
+	f := strings.Split(line, "\t")
+	if len(f) != 12 {
+		return waitroom.Change{}, false
+	}
+	var n [12]int64
+	for _, i := range []int{0, 5, 6, 7, 9, 10, 11} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return waitroom.Change{}, false
+		}
+		n[i] = v
+	}
+	id := waitroom.SessionID{Ticket: n[0]}
+	if _, err := hex.Decode(id.Secret[:], []byte(f[1])); err != nil {
+		return waitroom.Change{}, false
+	}
+	return waitroom.Change{
+		From: waitroom.Status(f[2]),
+		Session: waitroom.Session{
+			ID:         id.String(),
+			Room:       room,
+			Status:     waitroom.Status(f[3]),
+			Ticket:     n[0],
+			Key:        f[4],
+			JoinedAt:   tm(n[5]),
+			AdmittedAt: tm(n[6]),
+			EndedAt:    tm(n[7]),
+			EndReason:  waitroom.Reason(f[8]),
+			Waiting:    int(n[9]),
+			Active:     int(n[10]),
+			Capacity:   int(n[11]),
+		},
+	}, true
+}
+
+// listener brings other processes' events in over pub/sub. Classic mode has
+// one PSUBSCRIBE connection for every room; sharded mode has one SSUBSCRIBE
+// connection per room (a cluster PubSub can only follow channels of one
+// slot) and learns of rooms from the rooms set, a control channel and a
+// periodic refresh.
+type listener struct {
+	s *Store
+
+	mu      sync.Mutex
+	started bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	rooms   map[string]*roomSub // sharded mode: room → its subscription
+	others  []*redis.PubSub     // the classic subscriptions, closed by stop
+}
+
+// roomSub is one room's sharded subscription.
+type roomSub struct {
+	ps     *redis.PubSub
+	cancel context.CancelFunc
+	ready  chan struct{}
+}
+
+// readyWait bounds how long the first Subscribe waits for the pub/sub
+// subscription to be confirmed.
+const readyWait = 2 * time.Second
+
+// refreshEvery is how often sharded mode reads the rooms set again, in case
+// a control message was missed.
+const refreshEvery = 5 * time.Second
+
+func (l *listener) start() {
+	s := l.s
+	l.mu.Lock()
+	if l.started {
+		l.mu.Unlock()
+		return
+	}
+	// Everything is set up under the lock, so a concurrent stop either
+	// comes first (and start does nothing) or finds it all to close.
+	l.started = true
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.rooms = make(map[string]*roomSub)
+	ready := make(chan struct{})
+	if !s.sharded {
+		ps := s.client.PSubscribe(l.ctx, s.cfg.prefix+":{*}:ev")
+		l.others = append(l.others, ps)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.listen(ps, ready, false, func(ctx context.Context) {
+				names, err := s.client.SMembers(ctx, s.roomsKey()).Result()
+				if err == nil {
+					for _, name := range names {
+						s.resync(ctx, name)
+					}
+				}
+			})
+		}()
+		l.mu.Unlock()
+		waitReady(ready)
+		return
+	}
+
+	// Sharded: the control channel (classic pub/sub, broadcast to every
+	// node) announces new rooms; the rooms set lists the others.
+	ctrl := s.client.Subscribe(l.ctx, s.controlChannel())
+	l.others = append(l.others, ctrl)
+	l.wg.Add(2)
+	go func() {
+		defer l.wg.Done()
+		l.listen(ctrl, ready, false, func(ctx context.Context) { l.refresh(ctx, true) })
+	}()
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-t.C:
+				l.refresh(l.ctx, true)
+			}
+		}
+	}()
+	l.mu.Unlock()
+	waitReady(ready)
+	for _, r := range l.refresh(l.ctx, false) {
+		waitReady(r.ready)
+	}
+}
+
+func waitReady(ready chan struct{}) {
+	t := time.NewTimer(readyWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	}
+}
+
+// refresh follows every listed room and drops rooms no longer listed. It
+// returns the subscriptions it started.
+func (l *listener) refresh(ctx context.Context, announce bool) []*roomSub {
+	names, err := l.s.client.SMembers(ctx, l.s.roomsKey()).Result()
+	if err != nil {
+		return nil
+	}
+	listed := make(map[string]bool, len(names))
+	var started []*roomSub
+	for _, name := range names {
+		listed[name] = true
+		if r := l.follow(name, announce); r != nil {
+			started = append(started, r)
+		}
+	}
+	l.mu.Lock()
+	var gone []string
+	for name := range l.rooms {
+		if !listed[name] {
+			gone = append(gone, name)
+		}
+	}
+	l.mu.Unlock()
+	for _, name := range gone {
+		l.unfollow(name)
+	}
+	return started
+}
+
+// follow subscribes to room's sharded channel unless it already is, and
+// returns the new subscription (nil if there was one). With announce, a
+// synthetic event goes out once the subscription is confirmed: the room was
+// discovered, not used here, and events before it were missed.
+func (l *listener) follow(room string, announce bool) *roomSub {
+	if !waitroom.ValidRoomName(room) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started || l.ctx.Err() != nil || l.rooms[room] != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(l.ctx)
+	r := &roomSub{ps: l.s.client.SSubscribe(ctx, l.s.channel(room)), cancel: cancel, ready: make(chan struct{})}
+	l.rooms[room] = r
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		l.listenCtx(ctx, r.ps, r.ready, announce, func(ctx context.Context) { l.s.resync(ctx, room) })
+	}()
+	return r
+}
+
+// ensure makes sure a room this process just used is followed before the
+// call returns (sharded mode, once Subscribe was called). A consumer that
+// reads the room after the call, as the push hub does when it starts
+// watching, then misses nothing.
+func (l *listener) ensure(room string) {
+	if !l.s.sharded {
+		return
+	}
+	l.mu.Lock()
+	followed := !l.started || l.rooms[room] != nil
+	l.mu.Unlock()
+	if followed {
+		return
+	}
+	if r := l.follow(room, false); r != nil {
+		waitReady(r.ready)
+	}
+}
+
+func (l *listener) unfollow(room string) {
+	l.mu.Lock()
+	r := l.rooms[room]
+	delete(l.rooms, room)
+	l.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		_ = r.ps.Close()
+	}
+}
+
+func (l *listener) stop() {
+	l.mu.Lock()
+	if !l.started {
+		l.mu.Unlock()
+		return
+	}
+	l.cancel()
+	rooms, others := l.rooms, l.others
+	l.rooms, l.others = map[string]*roomSub{}, nil
+	l.mu.Unlock()
+	for _, r := range rooms {
+		_ = r.ps.Close()
+	}
+	for _, ps := range others {
+		_ = ps.Close()
+	}
+	l.wg.Wait()
+}
+
+func (l *listener) listen(ps *redis.PubSub, ready chan struct{}, announce bool, resync func(context.Context)) {
+	l.listenCtx(l.ctx, ps, ready, announce, resync)
+}
+
+// pingEvery is how long a subscription may be silent before it is checked
+// with a PING, so a dead connection is noticed.
+const pingEvery = 15 * time.Second
+
+// listenCtx receives from ps until ctx ends. After a lost connection,
+// go-redis reconnects and subscribes again on the next receive; when that
+// is confirmed, resync tells consumers to read afresh what they may have
+// missed.
+func (l *listener) listenCtx(ctx context.Context, ps *redis.PubSub, ready chan struct{}, announce bool, resync func(context.Context)) {
+	defer ps.Close()
+	lost, wait := announce, 10*time.Millisecond
+	for ctx.Err() == nil {
+		msg, err := ps.ReceiveTimeout(ctx, pingEvery)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if ps.Ping(ctx) == nil {
+					continue
+				}
+			}
+			lost = true
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, time.Second)
+			continue
+		}
+		wait = 10 * time.Millisecond
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			switch m.Kind {
+			case "subscribe", "psubscribe", "ssubscribe":
+				if ready != nil {
+					close(ready)
+					ready = nil
+				}
+				if lost {
+					lost = false
+					resync(ctx)
+				}
+			case "sunsubscribe":
+				// The slot moved to another node (or we unsubscribed):
+				// start over on whichever node has it now.
+				if room, ok := l.roomOf(m.Channel); ok && ctx.Err() == nil {
+					l.unfollow(room)
+					l.follow(room, true)
+				}
+				return
+			}
+		case *redis.Message:
+			l.deliver(m.Channel, m.Payload)
+		}
+	}
+}
+
+// roomOf returns the room of an event channel.
+func (l *listener) roomOf(channel string) (string, bool) {
+	p := l.s.cfg.prefix + ":{"
+	rest, ok := strings.CutPrefix(channel, p)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "}:ev")
+}
+
+// deliver hands a message from pub/sub to the local subscribers, unless
+// this process made it (those were delivered when the script returned).
+func (l *listener) deliver(channel, payload string) {
+	s := l.s
+	if channel == s.controlChannel() {
+		l.follow(payload, true)
+		return
+	}
+	e, pid, ok := decodeEventFrom(payload)
+	if !ok {
+		return
+	}
+	if pid == s.cfg.pid {
+		return
+	}
+	e.Remote = true
+	s.subs.publish(e)
+}
+
+// resync delivers a synthetic event for room with its current totals, after
+// a subscription was re-established: events may have been missed.
+func (s *Store) resync(ctx context.Context, room string) {
+	r, err := s.run(ctx, "room", room, 0)
+	if err != nil || r.status != "ok" {
+		return
+	}
+	info, at, err := decodeRoom(room, first(r.rest))
+	if err != nil {
+		return
+	}
+	s.subs.publish(waitroom.Event{
+		Room:       room,
+		Kind:       waitroom.EventSessions,
+		At:         tm(at),
+		Waiting:    info.Waiting,
+		Active:     info.Active,
+		LastTicket: info.LastTicket,
+		Remote:     true,
+	})
+}

@@ -1,0 +1,840 @@
+// Package redisstore is the waitroom.Store for several waitroom processes
+// sharing one waiting room: all state lives in Redis, standalone (or behind
+// Sentinel) or Cluster, and every invariant of the contract holds however
+// many processes serve a room.
+//
+// Every operation is one Lua script run with EVALSHA (falling back to EVAL
+// when the server lacks the script), so it is atomic in Redis: the script
+// first expires what is due and admits, does its work, and settles again,
+// exactly like memstore, whose state machine it mirrors. Time comes in as an
+// argument (unix milliseconds); each room keeps the latest time it has seen
+// and treats an earlier one as that.
+//
+// All keys of a room share one hash tag, so a room lives in one Cluster
+// slot: <prefix>:{<room>}:room (configuration, clock, token bucket), :seq
+// (ticket counter, never deleted, so tickets are never reused), :wait and
+// :active (sorted sets scored by ticket: a position is ZRANK+1, exact and
+// O(log n)), :s:<ticket> (one hash per session), :keys (key → live ticket),
+// :due (ticket → scheduled deadline, so expiry work is proportional to what
+// is due), :hist (a capped stream of ended sessions, newest first by
+// XREVRANGE) and :lease (the process that sweeps the room). Ended sessions'
+// hashes are kept for the history retention so Session and Leave still
+// answer for them. The set <prefix>:rooms lists room names; it is outside
+// the rooms' slots, so it is updated by a separate command and Rooms skips
+// names whose room is gone.
+//
+// # Durability
+//
+// A change is as durable as Redis is configured to make it. With AOF and
+// appendfsync always, nothing acknowledged is lost; with appendfsync
+// everysec (Redis' default for AOF) a Redis crash loses up to about a second
+// of changes; without persistence a Redis restart loses everything. Replicas
+// are asynchronous: a failover may lose the last changes the old master
+// acknowledged.
+//
+// Redis must not evict the store's keys: run it with maxmemory-policy
+// noeviction (the default), so a full Redis refuses writes (CodeUnavailable)
+// rather than silently dropping sessions. A waiting session takes about
+// 450 bytes of Redis memory; an ended one about 350 (its hash, kept for the
+// history retention, default 24h, and its history entry), so budget for
+// every session that ended within the retention, or shorten it.
+//
+// go-redis sends a command again when a connection breaks before its reply
+// arrives, so a script may run twice. Presence, Leave, PutRoom and a keyed
+// Join (which recognizes its own session) answer the same the second time;
+// a keyless Join may leave an extra waiting session that expires by its
+// waiting timeout, Advance may advance twice and DeleteRoom may answer
+// room_not_found. Give the client MaxRetries -1 to rule that out, at the
+// price of more errors during failovers.
+//
+// # Events
+//
+// Each script publishes a compact message of its changes on the room's
+// channel (<prefix>:{<room>}:ev) in the same atomic step, tagged with the
+// process id. Subscribe delivers this process's own events synchronously
+// after the script returns (Remote false), and other processes' events as
+// they arrive over pub/sub (Remote true). Standalone Redis uses PUBLISH and
+// one PSUBSCRIBE; Cluster uses sharded pub/sub (SPUBLISH, and one SSUBSCRIBE
+// connection per room: a go-redis cluster subscription follows one slot),
+// unless WithShardedPubSub(false). In sharded mode a process follows a room
+// from when it hears of it (the rooms set when Subscribe is first called, a
+// control channel when a room is created, a re-read every few seconds) or
+// uses it, whichever comes first; a call on a room returns only once the
+// room is followed, so a consumer that reads after a call misses nothing.
+// Pub/sub is at-most-once: after a subscription connection is
+// re-established, and when a room is discovered rather than used, a
+// synthetic event per room (Kind EventSessions, no Changes, fresh totals)
+// tells consumers to read afresh.
+//
+// # Sweeping
+//
+// Sweep takes a short per-room lease (default 3s, renewed by every sweep of
+// the holder), so that of many processes running a sweeper only one sweeps
+// each room; the others' Sweep returns at once with a zero result until the
+// lease lapses, and then one of them takes over. Requests still settle at
+// their own now, so correctness never depends on the lease. A script handles
+// at most a batch (default 1,000) of due sessions per run; when more are
+// due the operation runs the script again until they are done, so Redis is
+// never blocked for long by expiry. Work that is proportional to a room's
+// size is still done in one run: a forced DeleteRoom ends every live
+// session, and a PutRoom that changes the timeouts plans every deadline
+// afresh (memstore does the same, under its room lock).
+package redisstore
+
+import (
+	"context"
+	crand "crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom"
+)
+
+//go:embed room.lua
+var roomLua string
+
+// roomScript runs every operation on a room.
+var roomScript = redis.NewScript(roomLua)
+
+// releaseScript gives up a sweep lease if this process holds it.
+var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// Option configures a Store.
+type Option func(*config) error
+
+type config struct {
+	prefix    string
+	retention time.Duration
+	histMax   int
+	pid       string
+	lease     time.Duration
+	batch     int
+	sharded   *bool
+}
+
+// WithPrefix sets the prefix of every key and channel (default "wr"). Stores
+// with different prefixes on one Redis do not see each other.
+func WithPrefix(p string) Option {
+	return func(c *config) error {
+		if p == "" || strings.ContainsAny(p, "{}\t\n") {
+			return fmt.Errorf("redisstore: invalid key prefix %q", p)
+		}
+		c.prefix = p
+		return nil
+	}
+}
+
+// WithHistoryRetention sets how long an ended session stays readable by id
+// (Session, Leave, Sessions); default 24h.
+func WithHistoryRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("redisstore: history retention %s is shorter than 1ms", d)
+		}
+		c.retention = d
+		return nil
+	}
+}
+
+// WithHistoryLimit caps each room's history stream at about n ended
+// sessions (default 100,000); older ones are trimmed.
+func WithHistoryLimit(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("redisstore: history limit %d is less than 1", n)
+		}
+		c.histMax = n
+		return nil
+	}
+}
+
+// WithProcessID sets the id this process tags its events and sweep leases
+// with (default: random). It must be unique among the processes sharing
+// the Redis.
+func WithProcessID(id string) Option {
+	return func(c *config) error {
+		if id == "" || len(id) > 128 || strings.ContainsAny(id, "\t\n") {
+			return fmt.Errorf("redisstore: invalid process id %q", id)
+		}
+		c.pid = id
+		return nil
+	}
+}
+
+// WithSweepLease sets the length of the per-room sweep lease (default 3s);
+// 0 turns leases off, so every Sweep sweeps.
+func WithSweepLease(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || (d > 0 && d < 10*time.Millisecond) {
+			return fmt.Errorf("redisstore: sweep lease %s must be 0 or at least 10ms", d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithExpiryBatch sets how many due sessions one script run handles at most
+// (default 1,000). Smaller batches block Redis for less time each.
+func WithExpiryBatch(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("redisstore: expiry batch %d is less than 1", n)
+		}
+		c.batch = n
+		return nil
+	}
+}
+
+// WithShardedPubSub chooses sharded pub/sub (SPUBLISH/SSUBSCRIBE, Redis 7)
+// or classic pub/sub (PUBLISH/PSUBSCRIBE). The default is sharded on a
+// Cluster of Redis 7 or later, classic otherwise. Classic pub/sub on a
+// Cluster broadcasts every event to every node but needs only one
+// subscription connection per process, however many rooms there are.
+func WithShardedPubSub(on bool) Option {
+	return func(c *config) error {
+		c.sharded = &on
+		return nil
+	}
+}
+
+// Store is the Redis waitroom.Store. It is safe for concurrent use, by any
+// number of goroutines and processes.
+type Store struct {
+	client    redis.UniversalClient
+	ownClient bool
+	cfg       config
+	sharded   bool
+	pubCmd    string
+	retention string
+	histMax   string
+	batch     string
+	leaseMS   string
+
+	subs subscribers
+	lis  listener
+
+	// skip remembers, per room, until when another process holds the
+	// sweep lease, so Sweep need not ask Redis again before then.
+	skipMu sync.Mutex
+	skip   map[string]time.Time
+	held   map[string]bool // rooms whose lease this process took
+
+	closed atomic.Bool
+}
+
+var _ waitroom.Store = (*Store)(nil)
+
+// New returns a Store on client, which the caller keeps and closes after
+// the Store. It checks that Redis answers and is recent enough (6.2).
+func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
+	c := config{prefix: "wr", retention: 24 * time.Hour, histMax: 100_000, lease: 3 * time.Second, batch: 1000}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	if c.pid == "" {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		c.pid = hex.EncodeToString(b[:])
+	}
+	if _, ok := client.(*redis.Ring); ok {
+		return nil, errors.New("redisstore: a Ring client is not supported; use a Client, a FailoverClient or a ClusterClient")
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	major, minor, err := serverVersion(ctx, client)
+	if err != nil {
+		return nil, waitroom.Unavailable(err, "redisstore: reaching Redis")
+	}
+	if major < 6 || (major == 6 && minor < 2) {
+		return nil, fmt.Errorf("redisstore: Redis %d.%d is too old; 6.2 or later is needed", major, minor)
+	}
+	sharded := cluster && major >= 7
+	if c.sharded != nil {
+		sharded = *c.sharded
+		if sharded && major < 7 {
+			return nil, fmt.Errorf("redisstore: sharded pub/sub needs Redis 7, not %d.%d", major, minor)
+		}
+	}
+	s := &Store{
+		client:    client,
+		cfg:       c,
+		sharded:   sharded,
+		pubCmd:    "PUBLISH",
+		retention: strconv.FormatInt(c.retention.Milliseconds(), 10),
+		histMax:   strconv.Itoa(c.histMax),
+		batch:     strconv.Itoa(c.batch),
+		leaseMS:   strconv.FormatInt(c.lease.Milliseconds(), 10),
+		skip:      make(map[string]time.Time),
+		held:      make(map[string]bool),
+	}
+	if sharded {
+		s.pubCmd = "SPUBLISH"
+	}
+	s.subs.fns = make(map[int]func(waitroom.Event))
+	s.lis.s = s
+	return s, nil
+}
+
+// serverVersion returns the major and minor version of the Redis server.
+func serverVersion(ctx context.Context, client redis.UniversalClient) (major, minor int, err error) {
+	info, err := client.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
+		if !ok {
+			continue
+		}
+		parts := strings.SplitN(v, ".", 3)
+		major, _ = strconv.Atoi(parts[0])
+		if len(parts) > 1 {
+			minor, _ = strconv.Atoi(parts[1])
+		}
+		return major, minor, nil
+	}
+	return 0, 0, errors.New("INFO server has no redis_version")
+}
+
+// ProcessID returns the id this store tags its events and leases with.
+func (s *Store) ProcessID() string { return s.cfg.pid }
+
+func (s *Store) usable() error {
+	if s.closed.Load() {
+		return waitroom.Errorf(waitroom.CodeUnavailable, "The store is closed.")
+	}
+	return nil
+}
+
+// keys returns the declared keys of room's script, all in one slot.
+func (s *Store) keys(room string) []string {
+	b := s.cfg.prefix + ":{" + room + "}:"
+	return []string{b + "room", b + "seq", b + "wait", b + "active", b + "keys", b + "due", b + "hist", b + "lease"}
+}
+
+func (s *Store) channel(room string) string { return s.cfg.prefix + ":{" + room + "}:ev" }
+func (s *Store) roomsKey() string           { return s.cfg.prefix + ":rooms" }
+func (s *Store) controlChannel() string     { return s.cfg.prefix + ":rooms:ev" }
+
+// args builds a script's ARGV.
+func (s *Store) args(op, room string, now int64, wantEvent bool, extra ...any) []any {
+	want := "0"
+	if wantEvent {
+		want = "1"
+	}
+	a := make([]any, 0, 10+len(extra))
+	a = append(a, op, room, now, s.cfg.pid, s.pubCmd, s.channel(room), want, s.retention, s.histMax, s.batch)
+	return append(a, extra...)
+}
+
+// run runs op on room at now until it completes, delivering the events of
+// every run to local subscribers. Write operations whose expiry batch ran
+// out are run again; each run makes progress, so this ends.
+func (s *Store) run(ctx context.Context, op, room string, now int64, extra ...any) (result, error) {
+	if err := s.usable(); err != nil {
+		return result{}, err
+	}
+	keys := s.keys(room)
+	var expired int
+	for {
+		want := s.subs.n.Load() > 0
+		v, err := roomScript.Run(ctx, s.client, keys, s.args(op, room, now, want, extra...)...).Slice()
+		if err != nil {
+			return result{}, waitroom.Unavailable(err, fmt.Sprintf("redisstore: %s in room %q", op, room))
+		}
+		if len(v) < 2 {
+			return result{}, waitroom.Unavailable(fmt.Errorf("reply %v", v), "redisstore: malformed script reply")
+		}
+		status, _ := v[0].(string)
+		if ev, _ := v[1].(string); ev != "" {
+			if e, ok := decodeEvent(ev); ok {
+				s.subs.publish(e)
+			}
+		}
+		if status == "more" {
+			expired += int(num(v, 2))
+			continue
+		}
+		if status != "room_not_found" {
+			s.lis.ensure(room)
+		}
+		return result{status: status, rest: v[2:], expired: expired}, nil
+	}
+}
+
+// PutRoom implements waitroom.Store.
+func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfig, now time.Time) (waitroom.Room, bool, error) {
+	if err := s.usable(); err != nil {
+		return waitroom.Room{}, false, err
+	}
+	if err := waitroom.CheckRoomName(name); err != nil {
+		return waitroom.Room{}, false, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return waitroom.Room{}, false, err
+	}
+	args, err := configArgs(cfg)
+	if err != nil {
+		return waitroom.Room{}, false, err
+	}
+	r, err := s.run(ctx, "putroom", name, now.UnixMilli(), args...)
+	if err != nil {
+		return waitroom.Room{}, false, err
+	}
+	if err := errorFor(name, r); err != nil {
+		return waitroom.Room{}, false, err
+	}
+	created := num(r.rest, 0) == 1
+	if num(r.rest, 2) == 1 {
+		// The new timeouts made more sessions due than one run handles:
+		// finish expiring them, then report the room as it is after.
+		if _, err := s.settle(ctx, name, now); err != nil {
+			return waitroom.Room{}, false, err
+		}
+		room, err := s.Room(ctx, name)
+		return room, created, err
+	}
+	room, _, err := decodeRoom(name, r.rest[1])
+	if err != nil {
+		return waitroom.Room{}, false, err
+	}
+	// The rooms set is in another slot, so it is updated apart from the
+	// script. Doing it on every PutRoom (not only on create) repairs a set
+	// that missed a name because a process died between the two.
+	if err := s.client.SAdd(ctx, s.roomsKey(), name).Err(); err != nil {
+		return waitroom.Room{}, false, waitroom.Unavailable(err, "redisstore: listing room "+name)
+	}
+	if created {
+		// Other processes subscribe to a new room's sharded channel when
+		// they hear of it here.
+		_ = s.client.Publish(ctx, s.controlChannel(), name).Err()
+	}
+	return room, created, nil
+}
+
+// settle expires and admits at now without the lease, until done.
+func (s *Store) settle(ctx context.Context, room string, now time.Time) (result, error) {
+	r, err := s.run(ctx, "sweep", room, now.UnixMilli(), 0)
+	if err != nil {
+		return r, err
+	}
+	return r, errorFor(room, r)
+}
+
+// Room implements waitroom.Store.
+func (s *Store) Room(ctx context.Context, name string) (waitroom.Room, error) {
+	if err := s.usable(); err != nil {
+		return waitroom.Room{}, err
+	}
+	if err := waitroom.CheckRoomName(name); err != nil {
+		return waitroom.Room{}, err
+	}
+	r, err := s.run(ctx, "room", name, 0)
+	if err != nil {
+		return waitroom.Room{}, err
+	}
+	if err := errorFor(name, r); err != nil {
+		return waitroom.Room{}, err
+	}
+	room, _, err := decodeRoom(name, first(r.rest))
+	return room, err
+}
+
+// Rooms implements waitroom.Store. It reads every listed room in one
+// pipeline and skips names whose room no longer exists.
+func (s *Store) Rooms(ctx context.Context) ([]waitroom.Room, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	names, err := s.client.SMembers(ctx, s.roomsKey()).Result()
+	if err != nil {
+		return nil, waitroom.Unavailable(err, "redisstore: listing rooms")
+	}
+	slices.Sort(names)
+	cmds := make([]*redis.Cmd, len(names))
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, name := range names {
+			cmds[i] = roomScript.EvalSha(ctx, p, s.keys(name), s.args("room", name, 0, false)...)
+		}
+		return nil
+	})
+	if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return nil, waitroom.Unavailable(err, "redisstore: reading rooms")
+	}
+	out := make([]waitroom.Room, 0, len(names))
+	for i, name := range names {
+		v, err := cmds[i].Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// A node that has not seen the script yet: once through Run
+			// loads it.
+			v, err = roomScript.Run(ctx, s.client, s.keys(name), s.args("room", name, 0, false)...).Slice()
+		}
+		if err != nil {
+			return nil, waitroom.Unavailable(err, "redisstore: reading room "+name)
+		}
+		if len(v) < 3 || str(v, 0) != "ok" {
+			continue // deleted since it was listed
+		}
+		room, _, err := decodeRoom(name, v[2])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, room)
+	}
+	return out, nil
+}
+
+// DeleteRoom implements waitroom.Store.
+func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now time.Time) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := waitroom.CheckRoomName(name); err != nil {
+		return err
+	}
+	f := "0"
+	if force {
+		f = "1"
+	}
+	r, err := s.run(ctx, "deleteroom", name, now.UnixMilli(), f)
+	if err != nil {
+		return err
+	}
+	if err := errorFor(name, r); err != nil {
+		return err
+	}
+	// Take the name off the list, then put it back if another process has
+	// created the room again meanwhile, so the list never loses a room
+	// that exists.
+	if err := s.client.SRem(ctx, s.roomsKey(), name).Err(); err != nil {
+		return waitroom.Unavailable(err, "redisstore: unlisting room "+name)
+	}
+	if n, err := s.client.Exists(ctx, s.keys(name)[0]).Result(); err == nil && n > 0 {
+		_ = s.client.SAdd(ctx, s.roomsKey(), name).Err()
+	}
+	s.skipMu.Lock()
+	delete(s.skip, name)
+	delete(s.held, name)
+	s.skipMu.Unlock()
+	return nil
+}
+
+// Join implements waitroom.Store.
+func (s *Store) Join(ctx context.Context, room string, key string, now time.Time) (waitroom.Session, error) {
+	if key != "" {
+		if err := waitroom.CheckKey(key); err != nil {
+			return waitroom.Session{}, err
+		}
+	}
+	if err := s.usable(); err != nil {
+		return waitroom.Session{}, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return waitroom.Session{}, err
+	}
+	// The secret is made here; the ticket only the script knows.
+	var secret [16]byte
+	_, _ = crand.Read(secret[:])
+	r, err := s.run(ctx, "join", room, now.UnixMilli(), key, hex.EncodeToString(secret[:]))
+	if err != nil {
+		return waitroom.Session{}, err
+	}
+	if err := errorFor(room, r); err != nil {
+		// go-redis sends a command again when its connection broke before
+		// the reply came, so the script may have run already. A keyed
+		// join then finds its own session, with the secret made above:
+		// that is this join's answer, not a conflict.
+		var we *waitroom.Error
+		if errors.As(err, &we) && we.Code == waitroom.CodeAlreadyJoined && we.Session != nil {
+			if sid, perr := waitroom.ParseSessionID(we.Session.ID); perr == nil && sid.Matches(secret) {
+				return *we.Session, nil
+			}
+		}
+		return waitroom.Session{}, err
+	}
+	out, ok := decodeSession(room, first(r.rest))
+	if !ok {
+		return waitroom.Session{}, malformed("join", r.rest)
+	}
+	return out, nil
+}
+
+func (s *Store) sessionOp(ctx context.Context, op, room, id string, now time.Time, extra ...any) (result, error) {
+	if err := s.usable(); err != nil {
+		return result{}, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return result{}, err
+	}
+	r, err := s.run(ctx, op, room, now.UnixMilli(), append(idArgs(id), extra...)...)
+	if err != nil {
+		return result{}, err
+	}
+	return r, errorFor(room, r)
+}
+
+func (s *Store) sessionResult(ctx context.Context, op, room, id string, now time.Time, extra ...any) (waitroom.Session, error) {
+	r, err := s.sessionOp(ctx, op, room, id, now, extra...)
+	if err != nil {
+		return waitroom.Session{}, err
+	}
+	out, ok := decodeSession(room, first(r.rest))
+	if !ok {
+		return waitroom.Session{}, malformed(op, r.rest)
+	}
+	return out, nil
+}
+
+// Session implements waitroom.Store.
+func (s *Store) Session(ctx context.Context, room, id string, now time.Time) (waitroom.Session, error) {
+	return s.sessionResult(ctx, "session", room, id, now)
+}
+
+// Heartbeat implements waitroom.Store.
+func (s *Store) Heartbeat(ctx context.Context, room, id string, now time.Time) (waitroom.Session, error) {
+	return s.sessionResult(ctx, "heartbeat", room, id, now)
+}
+
+// Away implements waitroom.Store.
+func (s *Store) Away(ctx context.Context, room, id string, now time.Time) error {
+	_, err := s.sessionOp(ctx, "away", room, id, now)
+	return err
+}
+
+// Leave implements waitroom.Store.
+func (s *Store) Leave(ctx context.Context, room, id string, reason waitroom.Reason, now time.Time) (waitroom.Session, error) {
+	if reason != waitroom.ReasonLeft && reason != waitroom.ReasonRevoked {
+		return waitroom.Session{}, waitroom.Errorf(waitroom.CodeInvalidRequest, "A session leaves with reason left or revoked, not %q.", string(reason))
+	}
+	return s.sessionResult(ctx, "leave", room, id, now, string(reason))
+}
+
+// Advance implements waitroom.Store.
+func (s *Store) Advance(ctx context.Context, room string, n int, now time.Time) ([]waitroom.Session, error) {
+	if n < 1 || n > waitroom.MaxAdvance {
+		return nil, waitroom.Errorf(waitroom.CodeInvalidRequest, "n must be between 1 and %d.", waitroom.MaxAdvance)
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, "advance", room, now.UnixMilli(), n)
+	if err != nil {
+		return nil, err
+	}
+	if err := errorFor(room, r); err != nil {
+		return nil, err
+	}
+	list, _ := first(r.rest).([]any)
+	out := make([]waitroom.Session, 0, len(list))
+	for _, x := range list {
+		v, ok := decodeSession(room, x)
+		if !ok {
+			return nil, malformed("advance", x)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Sweep implements waitroom.Store. Only the holder of the room's sweep
+// lease sweeps; for any other process it returns a zero result at once
+// (see the package documentation).
+func (s *Store) Sweep(ctx context.Context, room string, now time.Time) (waitroom.SweepResult, error) {
+	if err := s.usable(); err != nil {
+		return waitroom.SweepResult{}, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return waitroom.SweepResult{}, err
+	}
+	lease := s.leaseMS
+	if s.cfg.lease > 0 {
+		s.skipMu.Lock()
+		until, ok := s.skip[room]
+		s.skipMu.Unlock()
+		// The lease is about process liveness, so it runs on the real
+		// clock, not on now.
+		if ok && time.Now().Before(until) {
+			return waitroom.SweepResult{}, nil
+		}
+	}
+	r, err := s.run(ctx, "sweep", room, now.UnixMilli(), lease)
+	if err != nil {
+		return waitroom.SweepResult{}, err
+	}
+	if r.status == "leased" {
+		s.skipMu.Lock()
+		s.skip[room] = time.Now().Add(time.Duration(max(num(r.rest, 0), 1)) * time.Millisecond)
+		delete(s.held, room)
+		s.skipMu.Unlock()
+		return waitroom.SweepResult{}, nil
+	}
+	if err := errorFor(room, r); err != nil {
+		return waitroom.SweepResult{}, err
+	}
+	if s.cfg.lease > 0 {
+		s.skipMu.Lock()
+		delete(s.skip, room)
+		s.held[room] = true
+		s.skipMu.Unlock()
+	}
+	return waitroom.SweepResult{
+		Expired:  r.expired + int(num(r.rest, 0)),
+		Admitted: int(num(r.rest, 1)),
+		Next:     tm(num(r.rest, 2)),
+	}, nil
+}
+
+// Waiting implements waitroom.Store.
+func (s *Store) Waiting(ctx context.Context, room string, page waitroom.Page) ([]waitroom.Session, string, error) {
+	var after int64
+	if page.After != "" {
+		v, err := strconv.ParseInt(page.After, 10, 64)
+		if err != nil || v < 0 {
+			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "The cursor %q is not one this server returned.", page.After)
+		}
+		after = v
+	}
+	if err := s.usable(); err != nil {
+		return nil, "", err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return nil, "", err
+	}
+	r, err := s.run(ctx, "waiting", room, 0, after, page.Size())
+	if err != nil {
+		return nil, "", err
+	}
+	if err := errorFor(room, r); err != nil {
+		return nil, "", err
+	}
+	out, err := decodeList(room, "waiting", r.rest, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if n := num(r.rest, 0); n > 0 {
+		next = strconv.FormatInt(n, 10)
+	}
+	return out, next, nil
+}
+
+// History implements waitroom.Store. The cursor is a stream id.
+func (s *Store) History(ctx context.Context, room string, status waitroom.Status, page waitroom.Page) ([]waitroom.Session, string, error) {
+	if status != "" && !status.Final() {
+		return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "History holds served, left and expired sessions, not %q.", string(status))
+	}
+	if page.After != "" && !validStreamID(page.After) {
+		return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "The cursor %q is not one this server returned.", page.After)
+	}
+	if err := s.usable(); err != nil {
+		return nil, "", err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return nil, "", err
+	}
+	r, err := s.run(ctx, "history", room, 0, string(status), page.After, page.Size())
+	if err != nil {
+		return nil, "", err
+	}
+	if err := errorFor(room, r); err != nil {
+		return nil, "", err
+	}
+	out, err := decodeList(room, "history", r.rest, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, str(r.rest, 0), nil
+}
+
+// Sessions implements waitroom.Store in one script run for the whole
+// batch.
+func (s *Store) Sessions(ctx context.Context, room string, ids []string) ([]waitroom.Session, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return nil, err
+	}
+	out := make([]waitroom.Session, len(ids))
+	args := make([]any, 0, 2*len(ids))
+	idx := make([]int, 0, len(ids)) // which id each pair of args is
+	for i, id := range ids {
+		sid, err := waitroom.ParseSessionID(id)
+		if err != nil {
+			continue
+		}
+		args = append(args, sid.Ticket, hex.EncodeToString(sid.Secret[:]))
+		idx = append(idx, i)
+	}
+	r, err := s.run(ctx, "sessions", room, 0, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := errorFor(room, r); err != nil {
+		return nil, err
+	}
+	if len(r.rest) != len(idx) {
+		return nil, malformed("sessions", r.rest)
+	}
+	for j, x := range r.rest {
+		if _, isList := x.([]any); !isList {
+			continue // unknown
+		}
+		sess, ok := decodeSession(room, x)
+		if !ok {
+			return nil, malformed("sessions", x)
+		}
+		out[idx[j]] = sess
+	}
+	return out, nil
+}
+
+// Ping implements waitroom.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return waitroom.Unavailable(err, "redisstore: PING")
+	}
+	return nil
+}
+
+// Close implements waitroom.Store: it stops the event subscription, gives
+// up the sweep leases this process holds (so another takes over at once),
+// and closes the client if Open made it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.lis.stop()
+	s.skipMu.Lock()
+	held := make([]string, 0, len(s.held))
+	for room := range s.held {
+		held = append(held, room)
+	}
+	s.held = map[string]bool{}
+	s.skipMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, room := range held {
+		_ = releaseScript.Run(ctx, s.client, []string{s.keys(room)[7]}, s.cfg.pid).Err()
+	}
+	if s.ownClient {
+		return s.client.Close()
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open connects to the Redis that url names and returns a Store on it; the
+// Store's Close closes the connection. The forms are:
+//
+//	redis://[user:password@]host:port[/db][?options]
+//	rediss://…                                   the same over TLS
+//	redis+cluster://[user:password@]host:port[,host:port…][?options]
+//	rediss+cluster://…                           a Cluster over TLS
+//	redis+sentinel://[user:password@]host:port[,host:port…]/master[/db][?options]
+//	rediss+sentinel://…                          Sentinel over TLS
+//
+// The cluster hosts are seed nodes; the client discovers the rest. The
+// sentinel hosts are the sentinels, master is the monitored master's name,
+// and user:password are the data nodes' credentials (the sentinels' go in
+// the options sentinel_username and sentinel_password). Options are
+// go-redis' URL options (dial_timeout, pool_size, …).
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	client, err := newClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, client, opts...)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	s.ownClient = true
+	return s, nil
+}
+
+// newClient builds the go-redis client for a URL.
+func newClient(rawURL string) (redis.UniversalClient, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, fmt.Errorf("redisstore: %q is not a redis:// URL", redact(rawURL))
+	}
+	switch scheme {
+	case "redis", "rediss":
+		o, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		return redis.NewClient(o), nil
+	case "redis+cluster", "rediss+cluster":
+		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewClusterClient(o), nil
+	case "redis+sentinel", "rediss+sentinel":
+		o, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewFailoverClient(o), nil
+	}
+	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
+}
+
+// splitHosts splits "[userinfo@]h1,h2[/path][?query]" into its parts.
+func splitHosts(rest string) (userinfo string, hosts []string, path, query string) {
+	rest, query, _ = strings.Cut(rest, "?")
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		userinfo, rest = rest[:i+1], rest[i+1:]
+	}
+	for _, h := range strings.Split(rest, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return userinfo, hosts, path, query
+}
+
+// parseClusterURL turns the cluster form into go-redis' own (the first
+// seed in the host, the others as addr options).
+func parseClusterURL(scheme, rest string) (*redis.ClusterOptions, error) {
+	userinfo, hosts, path, query := splitHosts(rest)
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("redisstore: a cluster URL names at least one host")
+	}
+	if path != "" && path != "/" {
+		return nil, fmt.Errorf("redisstore: a cluster URL has no database path (%q)", path)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: cluster URL options: %w", err)
+	}
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	o, err := redis.ParseClusterURL(scheme + "://" + userinfo + hosts[0] + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	return o, nil
+}
+
+// parseSentinelURL turns the sentinel form into go-redis' failover options.
+func parseSentinelURL(scheme, rest string) (*redis.FailoverOptions, error) {
+	userinfo, hosts, path, query := splitHosts(rest)
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("redisstore: a sentinel URL names at least one sentinel")
+	}
+	parts := strings.FieldsFunc(path, func(r rune) bool { return r == '/' })
+	if len(parts) == 0 || len(parts) > 2 {
+		return nil, fmt.Errorf("redisstore: a sentinel URL ends in /master-name[/db], not %q", path)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: sentinel URL options: %w", err)
+	}
+	sentUser, sentPass := q.Get("sentinel_username"), q.Get("sentinel_password")
+	q.Del("sentinel_username")
+	q.Del("sentinel_password")
+	q.Set("master_name", parts[0])
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	db := ""
+	if len(parts) == 2 {
+		db = "/" + parts[1]
+	}
+	o, err := redis.ParseFailoverURL(scheme + "://" + hosts[0] + db + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	o.SentinelUsername, o.SentinelPassword = sentUser, sentPass
+	if userinfo != "" {
+		u, err := url.Parse(scheme + "://" + userinfo + "x")
+		if err != nil || u.User == nil {
+			return nil, fmt.Errorf("redisstore: bad credentials in sentinel URL")
+		}
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+		if _, hasPass := u.User.Password(); !hasPass {
+			// redis://secret@host means a password, as go-redis reads it.
+			o.Username, o.Password = "", u.User.Username()
+		}
+	}
+	return o, nil
+}
+
+// redact hides credentials in a URL for error messages.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = url.User("xxx")
+		return u.String()
+	}
+	return raw
+}
