@@ -62,11 +62,13 @@ func FuzzParseSessionID(f *testing.F) {
 	f.Add(rawID(1<<62+1, 1))
 	f.Add("AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA")
 	f.Add("AAAAAAAAAAE+AAAAAAAAAAAAAAAAAAA=")
+	f.Add("A0000\r000000000000000000000000000") // base64 would skip the \r
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := waitroom.ParseSessionID(s)
 		// Differential check against the standard library's decoder.
+		// encoding/base64 skips \r and \n; an id is exactly 32 characters.
 		raw, stdErr := base64.RawURLEncoding.Strict().DecodeString(s)
-		stdOK := stdErr == nil && len(raw) == 24
+		stdOK := stdErr == nil && len(raw) == 24 && len(s) == waitroom.SessionIDLen
 		if stdOK {
 			t := binary.BigEndian.Uint64(raw[:8])
 			stdOK = t >= 1 && t <= 1<<62
