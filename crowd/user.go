@@ -356,6 +356,15 @@ func (u *user) stream(ctx context.Context) error {
 	if u.lastID != "" {
 		req.Header.Set("Last-Event-ID", u.lastID)
 	}
+	// Until its first event arrives the stream is a request in flight: a
+	// freeze waits for it, so a check never blames a stream still opening.
+	u.busy.Add(1)
+	connecting := true
+	defer func() {
+		if connecting {
+			u.busy.Add(-1)
+		}
+	}()
 	resp, err := u.client.Do(req)
 	if err != nil {
 		return err
@@ -387,6 +396,10 @@ func (u *user) stream(ctx context.Context) error {
 					return fmt.Errorf("stream: bad event: %w", err)
 				}
 				u.observe(ctx, s)
+				if connecting {
+					connecting = false
+					u.busy.Add(-1)
+				}
 				data = nil
 				if s.Status.Final() {
 					return nil
