@@ -125,7 +125,22 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		st.close(err != nil, cur)
 		return nil
 	}
-	beat := time.NewTicker(s.beat)
+	last, gone := st.pump(ctx, cur, send, func() error {
+		if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	st.close(gone, last)
+	return nil
+}
+
+// pump sends each new state of the watched session until the session ends,
+// the watch closes (room gone, server stopping) or the client goes; it runs
+// keepalive every heartbeat and refreshes presence while the stream is open.
+// It returns the last state sent and whether the client went away.
+func (st *stream) pump(ctx context.Context, cur waitroom.Session, send func(waitroom.Session) error, keepalive func() error) (last waitroom.Session, clientGone bool) {
+	beat := time.NewTicker(st.s.beat)
 	defer beat.Stop()
 	presence := time.NewTicker(st.presence)
 	defer presence.Stop()
@@ -133,25 +148,21 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 	for {
 		select {
 		case <-ctx.Done():
-			st.close(true, last)
-			return nil
+			return last, true
 		case _, open := <-st.watch.C():
 			x, version := st.watch.Latest()
 			if version != sent {
 				sent, last = version, x
 				if err := send(x); err != nil {
-					st.close(true, last)
-					return nil
+					return last, true
 				}
 			}
 			if !open || x.Status.Final() {
-				st.close(false, last) // the session ended, the room is gone, or the server is stopping
-				return nil
+				return last, false
 			}
 		case <-beat.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
-				st.close(true, last)
-				return nil
+			if err := keepalive(); err != nil {
+				return last, true
 			}
 		case <-presence.C:
 			st.touch(ctx)
@@ -200,40 +211,14 @@ func (s *server) websocket(w http.ResponseWriter, r *http.Request) error {
 		c.Close(websocket.StatusNormalClosure, "session ended")
 		return nil
 	}
-	beat := time.NewTicker(s.beat)
-	defer beat.Stop()
-	presence := time.NewTicker(st.presence)
-	defer presence.Stop()
-	last, sent := cur, uint64(1)
-	for {
-		select {
-		case <-ctx.Done():
-			st.close(true, last)
-			return nil
-		case _, open := <-st.watch.C():
-			x, version := st.watch.Latest()
-			if version != sent {
-				sent, last = version, x
-				if err := send(x); err != nil {
-					st.close(true, last)
-					return nil
-				}
-			}
-			if !open || x.Status.Final() {
-				st.close(false, last)
-				c.Close(websocket.StatusNormalClosure, string(x.Status))
-				return nil
-			}
-		case <-beat.C:
-			pctx, cancel := context.WithTimeout(ctx, s.beat)
-			err := c.Ping(pctx)
-			cancel()
-			if err != nil {
-				st.close(true, last)
-				return nil
-			}
-		case <-presence.C:
-			st.touch(ctx)
-		}
+	last, gone := st.pump(ctx, cur, send, func() error {
+		pctx, cancel := context.WithTimeout(ctx, s.beat)
+		defer cancel()
+		return c.Ping(pctx)
+	})
+	st.close(gone, last)
+	if !gone {
+		c.Close(websocket.StatusNormalClosure, string(last.Status))
 	}
+	return nil
 }
