@@ -245,6 +245,13 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	now := time.Now().UnixMilli()
 	u.mu.Lock()
 	prev := u.sess
+	if stage(s.Status) < stage(prev.Status) {
+		// Two goroutines observe one session: the stream, and the answer to
+		// the user's own leave. A stream event sent before the leave may be
+		// read after its answer; statuses never go back, so it is stale.
+		u.mu.Unlock()
+		return
+	}
 	u.sess = s
 	u.res.Updates++
 	if prev.Status == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Position > prev.Position {
@@ -268,6 +275,19 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	if admitted {
 		go u.stayThenGo(ctx)
 	}
+}
+
+// stage orders statuses: waiting, then active, then the final ones.
+func stage(st waitroom.Status) int {
+	switch st {
+	case waitroom.StatusWaiting:
+		return 1
+	case waitroom.StatusActive:
+		return 2
+	case "":
+		return 0
+	}
+	return 3
 }
 
 // stayThenGo holds the slot for a while, then leaves or abandons.
