@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/storetest"
 )
 
 var base = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -227,7 +227,7 @@ func testProcesses(t *testing.T, newClient func() redis.UniversalClient, opts ..
 	}
 	// Both processes read the same state.
 	for _, p := range ps {
-		checkInvariants(t, p.store, "r", issued, capacity)
+		storetest.CheckInvariants(t, p.store, "r", issued, capacity)
 	}
 
 	// Each process saw every change exactly once, and the other's as
@@ -288,88 +288,4 @@ func ids(ss []waitroom.Session) []string {
 		out[i] = s.ID
 	}
 	return out
-}
-
-// checkInvariants reads room through st and checks what holds whatever
-// happened: active within capacity, tickets unique and all accounted for,
-// exact positions in ticket order, one live session per key, FIFO.
-func checkInvariants(t *testing.T, st waitroom.Store, room string, issued []waitroom.Session, capacity int) {
-	t.Helper()
-	ctx := context.Background()
-	r, err := st.Room(ctx, room)
-	if err != nil {
-		t.Fatalf("Room: %v", err)
-	}
-	if r.Active > capacity {
-		t.Fatalf("Room active %d > capacity %d", r.Active, capacity)
-	}
-	seen := map[int64]bool{}
-	for _, s := range issued {
-		if seen[s.Ticket] {
-			t.Fatalf("ticket %d issued twice", s.Ticket)
-		}
-		seen[s.Ticket] = true
-	}
-	if int64(len(issued)) != r.LastTicket {
-		t.Fatalf("%d joins succeeded, LastTicket = %d", len(issued), r.LastTicket)
-	}
-	var waiting []waitroom.Session
-	after := ""
-	for {
-		page, next, err := st.Waiting(ctx, room, waitroom.Page{After: after, Limit: 7})
-		if err != nil {
-			t.Fatalf("Waiting: %v", err)
-		}
-		waiting = append(waiting, page...)
-		if next == "" {
-			break
-		}
-		after = next
-	}
-	if len(waiting) != r.Waiting {
-		t.Fatalf("Waiting lists %d, Room says %d", len(waiting), r.Waiting)
-	}
-	pos := map[int64]int64{}
-	for i, s := range waiting {
-		if s.Position != int64(i+1) || (i > 0 && s.Ticket <= waiting[i-1].Ticket) {
-			t.Fatalf("Waiting entry %d: ticket %d at position %d", i, s.Ticket, s.Position)
-		}
-		pos[s.Ticket] = s.Position
-	}
-	all, err := st.Sessions(ctx, room, ids(issued))
-	if err != nil {
-		t.Fatalf("Sessions: %v", err)
-	}
-	liveKey := map[string]int64{}
-	var nW, nA int
-	var maxAdmitted int64
-	for i, s := range all {
-		if s.ID != issued[i].ID {
-			t.Fatalf("Sessions[%d] = %q, want %q", i, s.ID, issued[i].ID)
-		}
-		switch s.Status {
-		case waitroom.StatusWaiting:
-			nW++
-			if s.Position != pos[s.Ticket] {
-				t.Fatalf("ticket %d: position %d, Waiting says %d", s.Ticket, s.Position, pos[s.Ticket])
-			}
-		case waitroom.StatusActive:
-			nA++
-		}
-		if s.Status.Live() && s.Key != "" {
-			if o, dup := liveKey[s.Key]; dup {
-				t.Fatalf("key %q live in tickets %d and %d", s.Key, o, s.Ticket)
-			}
-			liveKey[s.Key] = s.Ticket
-		}
-		if !s.AdmittedAt.IsZero() {
-			maxAdmitted = max(maxAdmitted, s.Ticket)
-		}
-	}
-	if nW != r.Waiting || nA != r.Active {
-		t.Fatalf("sessions: %d waiting, %d active; Room: %d, %d", nW, nA, r.Waiting, r.Active)
-	}
-	if len(waiting) > 0 && waiting[0].Ticket < maxAdmitted {
-		t.Fatalf("FIFO broken: ticket %d admitted while %d waits", maxAdmitted, waiting[0].Ticket)
-	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -142,9 +143,29 @@ func testConcurrency(f *fixture) {
 
 // checkRoomInvariants reads the room, its waiting line and every issued
 // session and checks the invariants that hold whatever happened.
-func checkRoomInvariants(t fataler, f *fixture, room string, issued []waitroom.Session, capacity int) {
+func checkRoomInvariants(t T, f *fixture, room string, issued []waitroom.Session, capacity int) {
 	t.Helper()
-	r := f.room(room)
+	CheckInvariants(t, f.s, room, issued, capacity)
+}
+
+// T is what CheckInvariants needs of *testing.T (and *rapid.T).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// CheckInvariants reads room through st and checks what holds whatever
+// concurrent operations happened, when no Advance was used: active within
+// capacity, tickets unique and all accounted for (issued holds every session
+// a Join returned), exact positions in ticket order, one live session per
+// key, FIFO. Backends shared by several processes use it on each process.
+func CheckInvariants(t T, st waitroom.Store, room string, issued []waitroom.Session, capacity int) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.Room(ctx, room)
+	if err != nil {
+		t.Fatalf("Room(%q) error = %v", room, err)
+	}
 	if r.Active > capacity {
 		t.Fatalf("Room active %d > capacity %d", r.Active, capacity)
 	}
@@ -162,7 +183,9 @@ func checkRoomInvariants(t fataler, f *fixture, room string, issued []waitroom.S
 		t.Fatalf("%d joins succeeded but LastTicket = %d", len(issued), r.LastTicket)
 	}
 
-	waiting := f.waitingAll(room, 7)
+	waiting := collectPages(t, fmt.Sprintf("Waiting(%q)", room), func(after string) ([]waitroom.Session, string, error) {
+		return st.Waiting(ctx, room, waitroom.Page{After: after, Limit: 7})
+	}, 7)
 	if len(waiting) != r.Waiting {
 		t.Fatalf("Waiting lists %d sessions, Room says %d", len(waiting), r.Waiting)
 	}
@@ -175,7 +198,7 @@ func checkRoomInvariants(t fataler, f *fixture, room string, issued []waitroom.S
 		}
 	}
 
-	all, err := f.s.Sessions(f.ctx, room, ids(issued...))
+	all, err := st.Sessions(ctx, room, ids(issued...))
 	if err != nil {
 		t.Fatalf("Sessions error = %v", err)
 	}

@@ -404,7 +404,7 @@ func (h *modelRun) roomInfo() waitroom.Room {
 }
 
 // compare checks a session the store returned against the model's view.
-func (h *modelRun) compare(t fataler, what string, got waitroom.Session, s *mSession) {
+func (h *modelRun) compare(t T, what string, got waitroom.Session, s *mSession) {
 	t.Helper()
 	want := h.m.view(s)
 	if s.status.Final() && s.allowedReason(got.EndReason) {

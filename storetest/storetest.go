@@ -245,15 +245,9 @@ func (f *fixture) historyAll(room string, status waitroom.Status, limit int) []w
 	}, limit)
 }
 
-// fataler is what collectPages needs of *testing.T and *rapid.T.
-type fataler interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
-
 // collectPages follows cursors until "" and checks that no page is larger
 // than asked and that the listing ends.
-func collectPages(t fataler, what string, page func(after string) ([]waitroom.Session, string, error), limit int) []waitroom.Session {
+func collectPages(t T, what string, page func(after string) ([]waitroom.Session, string, error), limit int) []waitroom.Session {
 	t.Helper()
 	size := waitroom.Page{Limit: limit}.Size()
 	var all []waitroom.Session
@@ -283,7 +277,7 @@ func collectPages(t fataler, what string, page func(after string) ([]waitroom.Se
 }
 
 // wantCode fails the test unless err has code.
-func wantCode(t fataler, what string, err error, code waitroom.Code) {
+func wantCode(t T, what string, err error, code waitroom.Code) {
 	t.Helper()
 	if got := waitroom.ErrorCode(err); got != code {
 		t.Fatalf("%s: error = %v (code %q), want code %q", what, err, got, code)
@@ -295,7 +289,7 @@ func wantCode(t fataler, what string, err error, code waitroom.Code) {
 }
 
 // wantState checks a session's status, position and end reason.
-func wantState(t fataler, what string, s waitroom.Session, status waitroom.Status, pos int64, reason waitroom.Reason) {
+func wantState(t T, what string, s waitroom.Session, status waitroom.Status, pos int64, reason waitroom.Reason) {
 	t.Helper()
 	if s.Status != status || s.Position != pos || s.EndReason != reason {
 		t.Fatalf("%s: ticket %d is %s at position %d, reason %q; want %s at position %d, reason %q",
@@ -304,7 +298,7 @@ func wantState(t fataler, what string, s waitroom.Session, status waitroom.Statu
 }
 
 // wantTotals checks the room totals a session or room reports.
-func wantTotals(t fataler, what string, waiting, active, wantWaiting, wantActive int) {
+func wantTotals(t T, what string, waiting, active, wantWaiting, wantActive int) {
 	t.Helper()
 	if waiting != wantWaiting || active != wantActive {
 		t.Fatalf("%s: waiting %d, active %d; want waiting %d, active %d", what, waiting, active, wantWaiting, wantActive)
@@ -312,7 +306,7 @@ func wantTotals(t fataler, what string, waiting, active, wantWaiting, wantActive
 }
 
 // wantTime checks a time field.
-func wantTime(t fataler, what string, got, want time.Time) {
+func wantTime(t T, what string, got, want time.Time) {
 	t.Helper()
 	if !got.Equal(want) {
 		t.Fatalf("%s = %s, want %s", what, rel(got), rel(want))
@@ -338,7 +332,7 @@ func (f *fixture) wantPeek(room string, s waitroom.Session, status waitroom.Stat
 }
 
 // wantTickets checks the tickets of sessions in order.
-func wantTickets(t fataler, what string, got []waitroom.Session, want ...int64) {
+func wantTickets(t T, what string, got []waitroom.Session, want ...int64) {
 	t.Helper()
 	ts := tickets(got)
 	if !slices.Equal(ts, want) {
