@@ -78,6 +78,10 @@ type Session struct {
 	EndedAt    time.Time
 	// EndReason says why a final session ended.
 	EndReason Reason
+	// Pass is the signed pass of an active session (a JWT the gate and the
+	// protected app check offline). Stores never set it: the server fills it
+	// in on the way out, so it is empty in anything a store returns.
+	Pass string
 }
 
 // Ahead is the number of waiting sessions ahead of this one.
@@ -145,6 +149,10 @@ func (s Session) AppendJSON(b []byte) []byte {
 	if s.EndReason != "" {
 		b = append(b, `,"end_reason":`...)
 		b = appendString(b, string(s.EndReason))
+	}
+	if s.Pass != "" && s.Status == StatusActive {
+		b = append(b, `,"pass":`...)
+		b = appendString(b, s.Pass)
 	}
 	return append(b, '}')
 }
@@ -229,6 +237,7 @@ type sessionJSON struct {
 	AdmittedAt *time.Time `json:"admitted_at,omitempty"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
 	EndReason  Reason     `json:"end_reason,omitempty"`
+	Pass       string     `json:"pass,omitempty"`
 }
 
 // UnmarshalJSON reads the API's Session object.
@@ -240,7 +249,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	*s = Session{
 		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
-		EndReason: w.EndReason,
+		EndReason: w.EndReason, Pass: w.Pass,
 	}
 	if w.ETA != nil {
 		s.ETA = &ETA{Seconds: *w.ETA}

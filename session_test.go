@@ -150,7 +150,7 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 		{ID: waitroom.NewSessionID(4).String(), Room: "r.1", Status: waitroom.StatusWaiting, Ticket: 4, Key: `<user&"1">`,
 			Position: 2, Waiting: 4, Active: 100, Capacity: 100, JoinedAt: joined},
 		{ID: waitroom.NewSessionID(1).String(), Room: "r", Status: waitroom.StatusActive, Ticket: 1, Key: "日本",
-			Waiting: 0, Active: 1, Capacity: 2, JoinedAt: joined, AdmittedAt: admitted},
+			Waiting: 0, Active: 1, Capacity: 2, JoinedAt: joined, AdmittedAt: admitted, Pass: "eyJh.eyJz.c2ln"},
 		{ID: waitroom.NewSessionID(2).String(), Room: "r", Status: waitroom.StatusExpired, Ticket: 2,
 			Waiting: 0, Active: 0, Capacity: 2, JoinedAt: joined, AdmittedAt: admitted, EndedAt: ended,
 			EndReason: waitroom.ReasonIdle},
@@ -257,6 +257,27 @@ func TestSessionUnmarshalRejects(t *testing.T) {
 		var s waitroom.Session
 		if err := json.Unmarshal([]byte(in), &s); err == nil {
 			t.Errorf("json.Unmarshal(%s) = %+v, want an error", in, s)
+		}
+	}
+}
+
+func TestSessionJSONPassOnlyWhileActive(t *testing.T) {
+	for _, tc := range []struct {
+		status waitroom.Status
+		want   bool
+	}{
+		{waitroom.StatusActive, true},
+		{waitroom.StatusWaiting, false},
+		{waitroom.StatusLeft, false},
+		{waitroom.StatusExpired, false},
+	} {
+		s := waitroom.Session{ID: "x", Room: "r", Status: tc.status, Ticket: 1, Pass: "a.b.c"}
+		var m map[string]any
+		if err := json.Unmarshal(s.AppendJSON(nil), &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := m["pass"]; got != tc.want {
+			t.Errorf("status %s: pass in JSON = %v, want %v (a pass is only for an active session)", tc.status, got, tc.want)
 		}
 	}
 }

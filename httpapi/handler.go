@@ -40,9 +40,10 @@ type Config struct {
 	// makes one over Store that lives as long as the process; servers pass
 	// their own so they can close it on shutdown, which ends every stream.
 	Hub *push.Hub
-	// ETA completes a waiting session with its estimated wait (the
-	// eta.Estimator's Fill); nil leaves estimates out.
-	ETA func(s *waitroom.Session, now time.Time)
+	// Fill completes a session on its way out: a waiting one with its
+	// estimated wait (the eta.Estimator's Fill), an active one with its pass
+	// (the gate's). The hub given by the server should use the same Fill.
+	Fill func(s *waitroom.Session, now time.Time)
 	// StreamHeartbeat is how often an idle event stream gets a keep-alive
 	// (an SSE comment or a WebSocket ping); default 15s.
 	StreamHeartbeat time.Duration
@@ -55,7 +56,7 @@ type Config struct {
 // server is the http.Handler NewHandler returns.
 type server struct {
 	hub      *push.Hub
-	eta      func(s *waitroom.Session, now time.Time)
+	fill     func(s *waitroom.Session, now time.Time)
 	beat     time.Duration
 	presence time.Duration
 	store    waitroom.Store
@@ -84,11 +85,11 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Hub == nil {
-		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.ETA})
+		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
 		hub:      cfg.Hub,
-		eta:      cfg.ETA,
+		fill:     cfg.Fill,
 		beat:     cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
 		presence: cfg.StreamPresence,
 		store:    cfg.Store,
@@ -189,11 +190,11 @@ func (c *capture) WriteHeader(code int) {
 	}
 }
 
-// withETA completes a waiting session with its estimate, when there is an
-// estimator.
-func (s *server) withETA(x *waitroom.Session, now time.Time) {
-	if s.eta != nil {
-		s.eta(x, now)
+// complete fills in what the store does not know (estimate, pass) before x
+// is sent.
+func (s *server) complete(x *waitroom.Session, now time.Time) {
+	if s.fill != nil {
+		s.fill(x, now)
 	}
 }
 

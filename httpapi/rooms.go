@@ -127,7 +127,7 @@ func (s *server) waiting(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.now()
 	for i := range sessions {
-		s.withETA(&sessions[i], now)
+		s.complete(&sessions[i], now)
 	}
 	return writeJSON(w, http.StatusOK, pageAnswer{Sessions: nonNil(sessions), Next: next})
 }

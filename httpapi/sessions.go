@@ -43,7 +43,7 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.withETA(&sess, now)
+	s.complete(&sess, now)
 	writeSession(w, http.StatusCreated, sess)
 	return nil
 }
@@ -59,7 +59,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.withETA(&sess, now)
+	s.complete(&sess, now)
 	writeSession(w, http.StatusOK, sess)
 	return nil
 }
@@ -75,7 +75,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.withETA(&sess, now)
+	s.complete(&sess, now)
 	writeSession(w, http.StatusOK, sess)
 	return nil
 }

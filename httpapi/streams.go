@@ -44,7 +44,7 @@ func (s *server) openStream(r *http.Request) (*stream, waitroom.Session, error) 
 	if err != nil {
 		return nil, waitroom.Session{}, err
 	}
-	s.withETA(&cur, now)
+	s.complete(&cur, now)
 	st := &stream{s: s, room: room, id: id, presence: maxPresenceTick}
 	if s.presence > 0 {
 		st.presence = s.presence

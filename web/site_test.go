@@ -84,7 +84,7 @@ func newSite(t testing.TB, opt siteOptions) *site {
 	store := &recordingStore{Store: mem}
 	est := eta.New(store)
 	hub := push.New(store, push.Options{Fill: est.Fill})
-	api := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Hub: hub, ETA: est.Fill,
+	api := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
 		StreamPresence: time.Second})
 	cfg := opt.web
 	cfg.Store, cfg.ETA = store, est.Fill

@@ -254,7 +254,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:     logger,
 		Registry:   reg,
 		Hub:        hub,
-		ETA:        estimator.Fill,
+		Fill:       estimator.Fill,
 	})
 	// The waiting page, its scripts and the demo live next to the API: the
 	// web handler takes its own prefixes, the API everything else.
