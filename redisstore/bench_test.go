@@ -31,6 +31,9 @@ import (
 // violation). The benchmark counts those duplicate scores. Its position read
 // is check() for a waiting user: the check pipeline, then the check-in
 // update. redisstore does each in one script run, with unique tickets.
+// Both sides get the same client and callers; redisstore pipelines what
+// queues up (see the package doc), the seed's sequence cannot, since each
+// of its steps needs the previous step's answer.
 
 var benchCallers = []int{64, 256}
 

@@ -35,6 +35,25 @@ local PUB, CHAN, WANT_EV = ARGV[5], ARGV[6], ARGV[7] == '1'
 local RETAIN, HISTMAX, BATCH = ARGV[8], ARGV[9], tonumber(ARGV[10])
 local EV = PUB ~= '' or WANT_EV
 
+-- Recent joins, secret -> ticket (a hash), oldest last in a list that caps
+-- it: go-redis sends a script again when a connection broke before its
+-- reply, and a join that finds its own secret here answers with the
+-- session it made the first time instead of making a second one.
+local K_RECENT, K_RECENTQ = PFX .. 'jr', PFX .. 'jq'
+local RECENT_MAX = 20000
+
+local function remember(secs, tickets)
+  local h = {}
+  for i = 1, #secs do
+    h[#h + 1] = secs[i]; h[#h + 1] = tickets[i]
+  end
+  redis.call('HSET', K_RECENT, unpack(h))
+  local n = redis.call('LPUSH', K_RECENTQ, unpack(secs))
+  if n > RECENT_MAX then
+    redis.call('HDEL', K_RECENT, unpack(redis.call('RPOP', K_RECENTQ, n - RECENT_MAX)))
+  end
+end
+
 -- ---------------------------------------------------------------- fast paths
 -- Presence, and a join that waits, are most of the traffic. When nothing is
 -- due and nobody can be admitted (memstore's presenceShared makes the same
@@ -43,7 +62,7 @@ local EV = PUB ~= '' or WANT_EV
 -- meet they leave to the general path, which is the reference: the results
 -- are the same either way.
 
-if OP == 'session' or OP == 'heartbeat' or OP == 'join' then
+if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
     'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs')
   if v[1] then
@@ -59,7 +78,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' then
       if rate == 0 or elapsed > 60000 or tonumber(v[6]) + elapsed * rate >= 60000 then quiet = false end
     end
 
-    if quiet and OP ~= 'join' then
+    if quiet and OP ~= 'join' and OP ~= 'joins' then
       local t = tonumber(ARGV[11])
       if t > tonumber(v[8]) then
         local sk = PFX .. 's:' .. ARGV[11]
@@ -82,10 +101,78 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' then
       end
     end
 
+    -- Many joins that wait, in arrival order (ARGV 11.. key, secret
+    -- pairs): the store's pipeliner sends the joins that queued up together
+    -- as one run, so the fixed cost of a run is paid once. Each join is
+    -- what the single join below does; an entry whose key already holds a
+    -- session, or whose secret already joined (a resent batch), answers 0
+    -- and is run again on its own. When the fast path does not apply, the
+    -- whole batch is 'slow': each join then runs on its own, through the
+    -- general path. The reply is { 'ok', event, { now, waiting before,
+    -- active, capacity }, { ticket or 0, ... } }: each join waits at the
+    -- back, so the caller knows the rest of its session.
+    if OP == 'joins' then
+      if not (quiet and (nw > 0 or not open)) then return { 'slow', '' } end
+      local head = { now, nw, na, cap }
+      local ns, na_s, cap_s = fmt('%d', now), fmt('%d', na), fmt('%d', cap)
+      local wt = tonumber(v[12])
+      local sch, sch_s = 0, '0'
+      if wt > 0 then
+        sch = now + wt
+        sch_s = fmt('%d', sch)
+        if dmin == 0 or sch < dmin then dmin = sch end
+      end
+      local out, lines, wait, due, secs, tickets = {}, {}, {}, {}, {}, {}
+      local asked = {}
+      for i = 12, #ARGV, 2 do asked[#asked + 1] = ARGV[i] end
+      local seen = redis.call('HMGET', K_RECENT, unpack(asked))
+      local lastts = nil
+      for i = 11, #ARGV, 2 do
+        local key, sec = ARGV[i], ARGV[i + 1]
+        if seen[(i - 9) / 2] or (key ~= '' and redis.call('HEXISTS', K_KEYS, key) == 1) then
+          out[#out + 1] = 0
+        else
+          local t = redis.call('INCR', K_SEQ)
+          local ts = fmt('%d', t)
+          nw = nw + 1
+          wait[#wait + 1] = ts; wait[#wait + 1] = ts
+          if sch > 0 then due[#due + 1] = sch_s; due[#due + 1] = ts end
+          if key ~= '' then
+            redis.call('HSET', PFX .. 's:' .. ts, 'sec', sec, 'st', 'waiting', 'j', ns, 'ad', '0', 'tc', ns,
+              'aw', '0', 'sch', sch_s, 'key', key)
+            redis.call('HSET', K_KEYS, key, ts)
+          else
+            redis.call('HSET', PFX .. 's:' .. ts, 'sec', sec, 'st', 'waiting', 'j', ns, 'ad', '0', 'tc', ns,
+              'aw', '0', 'sch', sch_s)
+          end
+          secs[#secs + 1] = sec; tickets[#tickets + 1] = ts
+          out[#out + 1] = t
+          if EV then
+            lines[#lines + 1] = ts .. '\t' .. sec .. '\t\twaiting\t' .. key .. '\t' .. ns .. '\t0\t0\t\t' ..
+              nw .. '\t' .. na_s .. '\t' .. cap_s
+          end
+          lastts = ts
+        end
+      end
+      if lastts == nil then return { 'ok', '', head, out } end
+      redis.call('ZADD', K_WAIT, unpack(wait))
+      if #due > 0 then redis.call('ZADD', K_DUE, unpack(due)) end
+      remember(secs, tickets)
+      redis.call('HSET', K_ROOM, 'now', ns, 'nw', fmt('%d', nw), 'last', lastts, 'dmin', fmt('%d', dmin))
+      local ev = ''
+      if EV then
+        ev = table.concat({ '1', PID, ROOM, 'sessions', ns, fmt('%d', nw), na_s, lastts, '' }, '\t') .. '\n' ..
+          table.concat(lines, '\n')
+        if PUB ~= '' then redis.call(PUB, CHAN, ev) end
+        if not WANT_EV then ev = '' end
+      end
+      return { 'ok', ev, head, out }
+    end
+
     -- A join that waits: someone already does, or admission is closed.
     if quiet and OP == 'join' and (nw > 0 or not open) then
       local key, sec = ARGV[11], ARGV[12]
-      if key == '' or not redis.call('HGET', K_KEYS, key) then
+      if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
         local t = redis.call('INCR', K_SEQ)
         local ts, ns = fmt('%d', t), fmt('%d', now)
         nw = nw + 1
@@ -102,6 +189,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' then
           redis.call('HSET', K_KEYS, key, ts)
         end
         redis.call('HSET', PFX .. 's:' .. ts, unpack(f))
+        remember({ sec }, { ts })
         redis.call('HSET', K_ROOM, 'now', ns, 'nw', fmt('%d', nw), 'last', ts, 'dmin', fmt('%d', dmin))
         local ev = ''
         if EV then
@@ -554,13 +642,23 @@ if OP == 'deleteroom' then
     end
   end
   local ev = reply('ok')
-  redis.call('UNLINK', K_ROOM, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE)
+  redis.call('UNLINK', K_ROOM, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE, K_RECENT, K_RECENTQ)
   return ev
 end
 
 if OP == 'join' then
   -- ARGV 11 key, 12 secret
   local key, sec = ARGV[11], ARGV[12]
+  local rt = redis.call('HGET', K_RECENT, sec)
+  if rt then
+    -- This join ran already (its reply was lost): answer as then, as the
+    -- session is now.
+    local s0 = load(tonumber(rt))
+    if s0 and s0.sec == sec then
+      settle()
+      return reply('ok', view(s0, true))
+    end
+  end
   if key ~= '' then
     local lt = redis.call('HGET', K_KEYS, key)
     if lt then return reply('already_joined', view(load(tonumber(lt)), true)) end
@@ -587,6 +685,7 @@ if OP == 'join' then
     redis.call('HSET', K_KEYS, key, ts)
   end
   redis.call('HSET', skey(t), unpack(f))
+  remember({ sec }, { ts })
   change(s, '')
   settle()
   return reply('ok', view(s, true))

@@ -40,12 +40,23 @@
 // every session that ended within the retention, or shorten it.
 //
 // go-redis sends a command again when a connection breaks before its reply
-// arrives, so a script may run twice. Presence, Leave, PutRoom and a keyed
-// Join (which recognizes its own session) answer the same the second time;
-// a keyless Join may leave an extra waiting session that expires by its
-// waiting timeout, Advance may advance twice and DeleteRoom may answer
-// room_not_found. Give the client MaxRetries -1 to rule that out, at the
-// price of more errors during failovers.
+// arrives, so a script may run twice. Presence, Leave, PutRoom and Join
+// answer the same the second time: every room remembers the secrets of its
+// last 20,000 joins (a hash and a list, about 100 bytes each), and a join
+// that finds its own secret answers with the session it made. Advance may
+// advance twice and DeleteRoom may answer room_not_found. Give the client
+// MaxRetries -1 to rule that out, at the price of more errors during
+// failovers.
+//
+// # Pipelining
+//
+// Operations that arrive while earlier ones are in flight go out together
+// as one pipeline of script runs (WithPipelines sets how many pipelines run
+// at once), and the joins of one room in a pipeline become one script run
+// that gives them consecutive tickets in arrival order. Each operation is
+// still atomic and exact on its own; what is shared is the round trip, the
+// system calls and the script's fixed cost, which bound a busy store. On an
+// idle store an operation goes out at once, alone.
 //
 // # Events
 //
@@ -119,6 +130,7 @@ type config struct {
 	lease     time.Duration
 	batch     int
 	sharded   *bool
+	inFlight  int
 }
 
 // WithPrefix sets the prefix of every key and channel (default "wr"). Stores
@@ -194,6 +206,20 @@ func WithExpiryBatch(n int) Option {
 	}
 }
 
+// WithPipelines sets how many pipelines of script runs the store keeps in
+// flight at once (default 4). Operations that arrive while that many are
+// in flight queue and go together in the next pipeline: one round trip for
+// many operations, each still atomic on its own.
+func WithPipelines(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("redisstore: pipelines %d is less than 1", n)
+		}
+		c.inFlight = n
+		return nil
+	}
+}
+
 // WithShardedPubSub chooses sharded pub/sub (SPUBLISH/SSUBSCRIBE, Redis 7)
 // or classic pub/sub (PUBLISH/PSUBSCRIBE). The default is sharded on a
 // Cluster of Redis 7 or later, classic otherwise. Classic pub/sub on a
@@ -221,6 +247,7 @@ type Store struct {
 
 	subs subscribers
 	lis  listener
+	pipe pipeliner
 
 	// skip remembers, per room, until when another process holds the
 	// sweep lease, so Sweep need not ask Redis again before then.
@@ -236,7 +263,8 @@ var _ waitroom.Store = (*Store)(nil)
 // New returns a Store on client, which the caller keeps and closes after
 // the Store. It checks that Redis answers and is recent enough (6.2).
 func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
-	c := config{prefix: "wr", retention: 24 * time.Hour, histMax: 100_000, lease: 3 * time.Second, batch: 1000}
+	c := config{prefix: "wr", retention: 24 * time.Hour, histMax: 100_000, lease: 3 * time.Second, batch: 1000,
+		inFlight: defaultInFlight}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -282,6 +310,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	}
 	s.subs.fns = make(map[int]func(waitroom.Event))
 	s.lis.s = s
+	s.pipe = pipeliner{client: client, inFlight: c.inFlight}
 	return s, nil
 }
 
@@ -348,7 +377,7 @@ func (s *Store) run(ctx context.Context, op, room string, now int64, extra ...an
 	var expired int
 	for {
 		want := s.subs.n.Load() > 0
-		v, err := roomScript.Run(ctx, s.client, keys, s.args(op, room, now, want, extra...)...).Slice()
+		v, err := s.pipe.do(ctx, keys, s.args(op, room, now, want, extra...))
 		if err != nil {
 			return result{}, waitroom.Unavailable(err, fmt.Sprintf("redisstore: %s in room %q", op, room))
 		}

@@ -1,0 +1,280 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script runs are pipelined: calls that arrive while earlier ones are in
+// flight queue up, and the next free runner sends the whole queue as one
+// pipeline of EVALSHAs. Each script stays one atomic operation; what is
+// shared is the round trip and the system calls on both ends, which, not
+// the scripts' work, bound a busy store's throughput. An idle store sends
+// a call at once, alone, so pipelining adds no latency when there is no
+// queue. This is group commit, as sqlitestore does it for fsyncs.
+
+// pipeline limits.
+const (
+	// defaultInFlight is how many pipelines one store keeps in flight at
+	// once. One leaves Redis idle while a pipeline's replies travel back;
+	// a few keep it busy without making each batch tiny.
+	defaultInFlight = 4
+	// maxPipeline is the most scripts in one pipeline, so one batch does
+	// not hold Redis' event loop for long.
+	maxPipeline = 256
+	// pipelineTimeout bounds a pipeline whose callers have all gone away
+	// (it runs on no caller's context, as it serves many).
+	pipelineTimeout = 30 * time.Second
+)
+
+// scriptCall is one script run waiting for its pipeline.
+type scriptCall struct {
+	keys []string
+	args []any
+	ctx  context.Context
+	// alone keeps a join from being merged again, after its batch could
+	// not take it.
+	alone bool
+
+	v    []any
+	err  error
+	done chan struct{}
+}
+
+// pipeliner queues script runs and sends them in pipelines.
+type pipeliner struct {
+	client   redis.UniversalClient
+	inFlight int // most pipelines at once; 0 or 1 still pipelines
+
+	mu      sync.Mutex
+	queue   []*scriptCall
+	running int
+}
+
+// do runs the script with keys and args, in a pipeline with whatever else
+// is queued, and returns its reply.
+func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, error) {
+	c := &scriptCall{keys: keys, args: args, ctx: ctx, done: make(chan struct{})}
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	lead := p.running < max(1, p.inFlight)
+	if lead {
+		p.running++
+	}
+	p.mu.Unlock()
+	if lead {
+		p.runOnce()
+		// The caller's own call went in the batch it sent; whatever queued
+		// meanwhile goes on without holding this caller.
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			p.mu.Unlock()
+			go p.drain()
+		} else {
+			p.running--
+			p.mu.Unlock()
+		}
+	}
+	select {
+	case <-c.done:
+		return c.v, c.err
+	case <-ctx.Done():
+		// The script may still run; like any request cut off after it
+		// was sent, its effect is unknown to this caller.
+		return nil, ctx.Err()
+	}
+}
+
+// drain sends pipelines until the queue is empty, then gives its runner
+// slot back.
+func (p *pipeliner) drain() {
+	for {
+		p.runOnce()
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.running--
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+}
+
+// runOnce takes up to maxPipeline queued calls, sends them as one
+// pipeline, and completes each.
+func (p *pipeliner) runOnce() {
+	p.mu.Lock()
+	n := min(len(p.queue), maxPipeline)
+	batch := make([]*scriptCall, n)
+	copy(batch, p.queue)
+	rest := copy(p.queue, p.queue[n:])
+	clear(p.queue[rest:])
+	p.queue = p.queue[:rest]
+	p.mu.Unlock()
+
+	// Calls whose caller has given up are not sent at all.
+	live := batch[:0:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	runs := mergeJoins(live)
+	switch len(runs) {
+	case 0:
+		return
+	case 1:
+		if r := runs[0]; len(r.calls) == 1 {
+			c := r.calls[0]
+			c.v, c.err = roomScript.Run(c.ctx, p.client, c.keys, c.args...).Slice()
+			close(c.done)
+			return
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), pipelineTimeout)
+	defer cancel()
+	cmds := make([]*redis.Cmd, len(runs))
+	pipe := p.client.Pipeline()
+	for i, r := range runs {
+		cmds[i] = roomScript.EvalSha(ctx, pipe, r.keys, r.args...)
+	}
+	// Exec's error is the first command's; each command's own is read below.
+	_, _ = pipe.Exec(ctx)
+	var again []*scriptCall
+	for i, r := range runs {
+		v, err := cmds[i].Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// Redis lost its script cache (restart, SCRIPT FLUSH, failover):
+			// Run loads the script again. NOSCRIPT means this one did not run.
+			v, err = roomScript.Run(ctx, p.client, r.keys, r.args...).Slice()
+		}
+		if len(r.calls) == 1 && r.args[0] != opJoins {
+			c := r.calls[0]
+			c.v, c.err = v, err
+			close(c.done)
+			continue
+		}
+		again = append(again, splitJoins(r, v, err)...)
+	}
+	if len(again) > 0 {
+		// Joins the batch could not take run on their own, next, ahead of
+		// anything that queued meanwhile, so their order holds.
+		p.mu.Lock()
+		p.queue = append(again, p.queue...)
+		p.mu.Unlock()
+	}
+}
+
+// opJoins is the script's batch join; see room.lua.
+const opJoins = "joins"
+
+// scriptRun is one script run in a pipeline: one call, or joins merged.
+type scriptRun struct {
+	keys  []string
+	args  []any
+	calls []*scriptCall
+}
+
+// mergeJoins turns calls into script runs: every room's joins (args[0]
+// "join", not marked alone) become one batch join at the place of the
+// first, in arrival order; every other call runs as it is. A batch join's
+// time is the latest of its joins' (a store treats time as never going
+// back anyway) and it returns its event when any of them asked for one.
+func mergeJoins(calls []*scriptCall) []*scriptRun {
+	runs := make([]*scriptRun, 0, len(calls))
+	var byRoom map[string]*scriptRun
+	for _, c := range calls {
+		if c.alone || c.args[0] != "join" {
+			runs = append(runs, &scriptRun{keys: c.keys, args: c.args, calls: []*scriptCall{c}})
+			continue
+		}
+		if byRoom == nil {
+			byRoom = make(map[string]*scriptRun)
+		}
+		r := byRoom[c.keys[0]]
+		if r == nil {
+			r = &scriptRun{keys: c.keys, args: c.args, calls: []*scriptCall{c}}
+			byRoom[c.keys[0]] = r
+			runs = append(runs, r)
+			continue
+		}
+		if len(r.calls) == 1 {
+			// Second join of the room: make the batch. The ARGV layout is
+			// Store.args': op, room, now, pid, publish, channel, want event,
+			// retention, history, expiry batch, then key and secret.
+			first := r.args
+			r.args = append([]any{opJoins}, first[1:]...)
+		}
+		if c.args[2].(int64) > r.args[2].(int64) {
+			r.args[2] = c.args[2]
+		}
+		if c.args[6] == "1" {
+			r.args[6] = "1"
+		}
+		r.args = append(r.args, c.args[10], c.args[11])
+		r.calls = append(r.calls, c)
+	}
+	return runs
+}
+
+// splitJoins completes the calls of a batch join from its reply
+// {status, event, {session or 0, ...}} and returns those that must run
+// on their own: all of them when the batch did not apply ('slow') or
+// failed in a way that says nothing of single joins, else those answered 0.
+func splitJoins(r *scriptRun, v []any, err error) (again []*scriptCall) {
+	retryAll := func() []*scriptCall {
+		// Each join runs again on its own. Should the batch have run with
+		// its reply lost, each finds its own session by its secret.
+		for _, c := range r.calls {
+			c.alone = true
+		}
+		return r.calls
+	}
+	if err != nil || len(v) < 2 {
+		return retryAll()
+	}
+	switch status, _ := v[0].(string); status {
+	case "ok":
+	case "slow":
+		return retryAll()
+	default:
+		// An error every join shares (room_not_found): answer each.
+		for _, c := range r.calls {
+			c.v = []any{status, ""}
+			close(c.done)
+		}
+		return nil
+	}
+	var head, list []any
+	if len(v) > 3 {
+		head, _ = v[2].([]any)
+		list, _ = v[3].([]any)
+	}
+	if len(head) != 4 || len(list) != len(r.calls) {
+		return retryAll()
+	}
+	now, waiting, active, capacity := head[0], num(head, 1), head[2], head[3]
+	ev := v[1]
+	for i, c := range r.calls {
+		t := num(list, i)
+		if t == 0 {
+			c.alone = true
+			again = append(again, c)
+			continue
+		}
+		// The single join's reply (room.lua): the session waits last.
+		waiting++
+		c.v = []any{"ok", ev, []any{t, c.args[11], "waiting", c.args[10], now, int64(0), int64(0), "",
+			waiting, waiting, active, capacity}}
+		ev = "" // the batch's one event goes with its first answer
+		close(c.done)
+	}
+	return again
+}
