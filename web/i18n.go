@@ -109,8 +109,8 @@ var english = Messages{
 	PageNotFound:     "There is nothing at this address. Please check the link you followed.",
 	BadRoomTitle:     "This link is not right",
 	BadRoomBody:      "“{room}” cannot be the name of a waiting room. Please check the link you followed.",
-	UnavailableTitle: "Please wait a moment",
-	UnavailableBody:  "The waiting room is very busy right now. This page will try again by itself.",
+	UnavailableTitle: "The line is paused",
+	UnavailableBody:  "The waiting room cannot reach its records for a moment, so nobody moves. You keep your place; this page will try again by itself.",
 	ErrorTitle:       "Something went wrong",
 	ErrorBody:        "Please reload the page in a moment.",
 }
@@ -153,8 +153,8 @@ var german = Messages{
 	PageNotFound:     "Unter dieser Adresse gibt es nichts. Bitte prüfen Sie den Link.",
 	BadRoomTitle:     "Dieser Link stimmt nicht",
 	BadRoomBody:      "„{room}“ kann nicht der Name eines Warteraums sein. Bitte prüfen Sie den Link.",
-	UnavailableTitle: "Bitte einen Moment Geduld",
-	UnavailableBody:  "Der Warteraum ist gerade sehr gefragt. Diese Seite versucht es gleich von selbst noch einmal.",
+	UnavailableTitle: "Die Warteschlange ist angehalten",
+	UnavailableBody:  "Der Warteraum erreicht seine Daten gerade nicht, deshalb geht es kurz nicht weiter. Ihr Platz bleibt erhalten; diese Seite versucht es von selbst noch einmal.",
 	ErrorTitle:       "Etwas ist schiefgegangen",
 	ErrorBody:        "Bitte laden Sie die Seite gleich noch einmal.",
 }
@@ -197,8 +197,8 @@ var french = Messages{
 	PageNotFound:     "Il n’y a rien à cette adresse. Vérifiez le lien que vous avez suivi.",
 	BadRoomTitle:     "Ce lien n’est pas correct",
 	BadRoomBody:      "« {room} » ne peut pas être le nom d’une salle d’attente. Vérifiez le lien que vous avez suivi.",
-	UnavailableTitle: "Un instant, s’il vous plaît",
-	UnavailableBody:  "La salle d’attente est très demandée en ce moment. Cette page va réessayer toute seule.",
+	UnavailableTitle: "La file est en pause",
+	UnavailableBody:  "La salle d’attente ne peut pas joindre ses données pour le moment, la file n’avance donc pas. Vous gardez votre place ; cette page va réessayer toute seule.",
 	ErrorTitle:       "Une erreur s’est produite",
 	ErrorBody:        "Rechargez la page dans un instant.",
 }

@@ -211,6 +211,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		h.storeError(w, r, lang, room, err)
 		return
 	}
+	if h.failOpen != nil {
+		h.known.Store(room, info.RoomConfig)
+	}
 	if r.Method == http.MethodHead {
 		// Link checkers and previews ask with HEAD; nobody joins for them.
 		htmlHeaders(w, lang, nonce())

@@ -11,10 +11,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -488,7 +490,7 @@ func TestStoreFailurePages(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"unavailable", waitroom.Errorf(waitroom.CodeUnavailable, "redis is down at 10.0.0.7"), http.StatusServiceUnavailable, "Please wait a moment"},
+		{"unavailable", waitroom.Errorf(waitroom.CodeUnavailable, "redis is down at 10.0.0.7"), http.StatusServiceUnavailable, "The line is paused"},
 		{"internal", errors.New("disk on fire at /var/lib/secret"), http.StatusInternalServerError, "Something went wrong"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -515,5 +517,58 @@ func TestStoreFailurePages(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/"+long, nil))
 	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "Y") && strings.Contains(rec.Body.String(), long) {
 		t.Errorf("a 501-character room name: %d, want 400 without the whole name shown back", rec.Code)
+	}
+}
+
+// flakyStore is a real store that a test can make unreachable.
+type flakyStore struct {
+	waitroom.Store
+	down *atomic.Bool
+}
+
+func (s flakyStore) Room(ctx context.Context, name string) (waitroom.Room, error) {
+	if s.down.Load() {
+		return waitroom.Room{}, waitroom.Errorf(waitroom.CodeUnavailable, "redis is down")
+	}
+	return s.Store.Room(ctx, name)
+}
+
+func TestStoreDownFailsOpenOrClosed(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0 // nobody gets in while the store works
+	cfg.TargetURL = "https://shop.example/checkout"
+	if _, _, err := mem.PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := mem.PutRoom(ctx, "unseen", cfg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var down, open atomic.Bool
+	h := web.NewHandler(web.Config{Store: flakyStore{Store: mem, down: &down}, FailOpen: open.Load})
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	if rec := get("/r/shop"); rec.Code != http.StatusOK {
+		t.Fatalf("page with the store up: %d, want 200 (waiting)", rec.Code)
+	}
+	down.Store(true)
+	if rec := get("/r/shop"); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "The line is paused") {
+		t.Errorf("store down, failing closed: %d, want 503 saying the line is paused", rec.Code)
+	}
+	open.Store(true)
+	if rec := get("/r/shop"); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != cfg.TargetURL {
+		t.Errorf("store down, failing open: %d to %q, want 303 to %q", rec.Code, rec.Header().Get("Location"), cfg.TargetURL)
+	}
+	// A room this process never read has no known target: it stays closed.
+	if rec := get("/r/unseen"); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("store down, failing open, room never seen: %d, want 503", rec.Code)
+	}
+	down.Store(false)
+	if rec := get("/r/shop"); rec.Code != http.StatusOK {
+		t.Errorf("store back: %d, want 200 (waiting again)", rec.Code)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -61,6 +62,11 @@ type Config struct {
 	// it is marked Secure on requests that arrived over TLS, directly or
 	// (X-Forwarded-Proto: https) through a proxy.
 	Secure bool
+	// FailOpen, when set and true, lets a visitor through while the store is
+	// unreachable: the page sends them to the room's target as last seen
+	// (see package outage). Unset or false, the page says the line is
+	// paused and tries again by itself (fail closed).
+	FailOpen func() bool
 	// Demo serves the demo of room DemoRoom (which the server creates):
 	// DemoAppPath is a sample app behind the room that shows "you are in"
 	// with a Leave button, and DemoPrefix itself a page that puts each
@@ -77,8 +83,12 @@ type Handler struct {
 	eta    func(s *waitroom.Session, now time.Time)
 	log    *slog.Logger
 	secure bool
-	pages  *pageTemplates
-	mux    *http.ServeMux
+	// failOpen and known serve the fail-open policy: known holds each
+	// room's configuration as last read, for its target.
+	failOpen func() bool
+	known    sync.Map // room name → waitroom.RoomConfig
+	pages    *pageTemplates
+	mux      *http.ServeMux
 }
 
 // New returns the handler for cfg. It fails when cfg.Templates cannot be
@@ -99,13 +109,14 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		store:  cfg.Store,
-		clock:  cfg.Clock,
-		eta:    cfg.ETA,
-		log:    cfg.Logger,
-		secure: cfg.Secure,
-		pages:  pages,
-		mux:    http.NewServeMux(),
+		store:    cfg.Store,
+		clock:    cfg.Clock,
+		eta:      cfg.ETA,
+		log:      cfg.Logger,
+		secure:   cfg.Secure,
+		failOpen: cfg.FailOpen,
+		pages:    pages,
+		mux:      http.NewServeMux(),
 	}
 	h.routes(cfg.Demo)
 	return h, nil
@@ -226,6 +237,14 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messa
 		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
 	case waitroom.CodeUnavailable:
 		h.log.Warn("web: store unavailable", "room", room, "err", err)
+		if h.failOpen != nil && h.failOpen() {
+			if cfg, ok := h.known.Load(room); ok {
+				if target := h.destination(r, cfg.(waitroom.RoomConfig)); target != "" {
+					http.Redirect(w, r, target, http.StatusSeeOther)
+					return
+				}
+			}
+		}
 		h.errorPage(w, r, lang, http.StatusServiceUnavailable, lang.UnavailableTitle, lang.UnavailableBody)
 	default:
 		h.log.Error("web: store failure", "room", room, "err", err)

@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/metrics"
+	"github.com/waitroom/waitroom/outage"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/sqlitestore"
@@ -62,6 +63,9 @@ type serveConfig struct {
 	logFormat  string
 	templates  string
 	demo       bool
+	// onStoreDown and failOpenAfter are the outage policy (package outage).
+	onStoreDown   string
+	failOpenAfter string
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -82,6 +86,8 @@ func (c *serveConfig) flags() []serveFlag {
 		{"admin-token", "WAITROOM_ADMIN_TOKEN", "", "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start", &c.adminToken, nil},
 		{"log-format", "WAITROOM_LOG_FORMAT", "text", "log `format` on stderr: text or json", &c.logFormat, nil},
 		{"templates", "WAITROOM_TEMPLATES", "", "`folder` of waiting-page templates: page.html for every room, <room>.html for one\n(html/template; see the README's \"Waiting page\" section)", &c.templates, nil},
+		{"on-store-down", "WAITROOM_ON_STORE_DOWN", "closed", "`policy` while the store (Redis) is unreachable: closed keeps everyone in line\n(pages say the line is paused; the API answers 503), open sends visitors on to\nthe room's target once it has been down for --fail-open-after", &c.onStoreDown, nil},
+		{"fail-open-after", "WAITROOM_FAIL_OPEN_AFTER", "10s", "how long the store must be unreachable before --on-store-down open lets\nvisitors through (a Go `duration`)", &c.failOpenAfter, nil},
 		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
@@ -147,6 +153,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if c.data == "" {
 		return c, badUsage(fs, "--data must not be empty")
+	}
+	if _, err := outage.ParsePolicy(c.onStoreDown); err != nil {
+		return c, badUsage(fs, "--on-store-down must be closed or open, not %q", c.onStoreDown)
+	}
+	if d, err := time.ParseDuration(c.failOpenAfter); err != nil || d <= 0 {
+		return c, badUsage(fs, "--fail-open-after must be a positive duration such as 10s, not %q", c.failOpenAfter)
 	}
 	switch {
 	case c.store == "", c.store == "memory", isRedisURL(c.store):
@@ -234,6 +246,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		sweeping.Wait()
 	}()
 
+	// The outage monitor pings the store; under the open policy the pages
+	// let visitors through once it has been unreachable for a while.
+	policy, _ := outage.ParsePolicy(cfg.onStoreDown)  // checked by parseServe
+	after, _ := time.ParseDuration(cfg.failOpenAfter) // checked by parseServe
+	monitor := outage.New(store, outage.Options{Policy: policy, After: after, OnChange: func(down bool, err error) {
+		if down {
+			logger.Error("the store is unreachable", "err", err, "policy", string(policy))
+		} else {
+			logger.Info("the store is reachable again")
+		}
+	}})
+	go monitor.Run(sweepCtx)
+
 	// ETAs come from admissions seen in store events; the hub pushes
 	// updates to event streams and is closed first on shutdown, so every
 	// stream ends and Shutdown need not wait for them.
@@ -265,6 +290,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Templates: cfg.templates,
 		Logger:    logger,
 		Demo:      cfg.demo,
+		FailOpen:  monitor.FailOpen,
 	}
 	pages, err := web.New(webCfg)
 	if err != nil {
