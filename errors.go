@@ -19,6 +19,7 @@ const (
 	CodeInvalidConfig    Code = "invalid_config"     // a room configuration that fails validation
 	CodeInvalidKey       Code = "invalid_key"        // an identity key that is empty, too long or not printable
 	CodeUnauthorized     Code = "unauthorized"       // no or bad admin token
+	CodeForbidden        Code = "forbidden"          // a request refused whoever makes it (a cross-origin WebSocket)
 	CodeNotFound         Code = "not_found"          // no such route
 	CodeMethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
 	CodeRoomNotFound     Code = "room_not_found"

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -14,9 +15,21 @@ import (
 // maxBody is the largest request body read, 1 MiB.
 const maxBody = 1 << 20
 
-// readBody reads the whole body, refusing more than maxBody bytes with
-// CodeBodyTooLarge.
+// bodyReadTimeout bounds the time to read a request body. The server has no
+// ReadTimeout (it would cut event streams), so without this a client could
+// hold a connection and a goroutine by sending a body a byte at a time.
+var bodyReadTimeout = 10 * time.Second
+
+// limitBodyTime sets the body read deadline; writers that cannot (test
+// recorders) are left as they are.
+func limitBodyTime(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+}
+
+// readBody reads the whole body within bodyReadTimeout, refusing more than
+// maxBody bytes with CodeBodyTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limitBodyTime(w)
 	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -44,7 +57,8 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 // discardBody reads and drops at most maxBody bytes, for endpoints that
 // accept any body (sendBeacon) but have no use for it. Reading it lets the
 // connection be reused.
-func discardBody(r *http.Request) {
+func discardBody(w http.ResponseWriter, r *http.Request) {
+	limitBodyTime(w)
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
 }
 
@@ -66,10 +80,18 @@ func roomName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// maxCursorLen bounds the after cursor. Every store's cursors are short (a
+// number, or a Redis stream id of at most 41 characters); a longer one
+// cannot have been issued and is refused before the store sees it.
+const maxCursorLen = 256
+
 // pageParams reads limit (1..MaxPageLimit, default DefaultPageLimit) and
 // after (an opaque cursor the store checks).
 func pageParams(q url.Values) (waitroom.Page, error) {
 	p := waitroom.Page{After: q.Get("after"), Limit: waitroom.DefaultPageLimit}
+	if len(p.After) > maxCursorLen {
+		return p, waitroom.Errorf(waitroom.CodeInvalidRequest, "after must be a cursor from a previous answer.")
+	}
 	if s, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(s[0])
 		if err != nil || n < 1 || n > waitroom.MaxPageLimit {

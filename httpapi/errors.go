@@ -5,8 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/limit"
 )
 
 // statusOf is the one map from error code to HTTP status. A code missing
@@ -19,6 +23,7 @@ var statusOf = map[waitroom.Code]int{
 	waitroom.CodeInvalidConfig:    http.StatusBadRequest,
 	waitroom.CodeInvalidKey:       http.StatusBadRequest,
 	waitroom.CodeUnauthorized:     http.StatusUnauthorized,
+	waitroom.CodeForbidden:        http.StatusForbidden,
 	waitroom.CodeNotFound:         http.StatusNotFound,
 	waitroom.CodeRoomNotFound:     http.StatusNotFound,
 	waitroom.CodeSessionNotFound:  http.StatusNotFound,
@@ -39,8 +44,8 @@ const (
 	msgUnavailable = "The service is unavailable; try again shortly."
 )
 
-// retryAfterSeconds is the Retry-After sent with 429 and 503: the store has
-// no better estimate, and one second keeps well-behaved clients from
+// retryAfterSeconds is the Retry-After sent with 429 and 503 unless the
+// error says better (a *limit.RetryError): the store has no better estimate, and one second keeps well-behaved clients from
 // hammering while recovering quickly.
 const retryAfterSeconds = "1"
 
@@ -73,6 +78,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// A context error: canceled or timed out talking to the store.
 		body.Error.Message = msgUnavailable
 	}
+	body.Error.Message = clip(body.Error.Message)
 	if isDomain && code == waitroom.CodeAlreadyJoined && e.Session != nil {
 		body.Session = e.Session
 	}
@@ -82,14 +88,18 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		level = slog.LevelError
 	}
 	s.log.Log(r.Context(), level, "httpapi: request failed",
-		"method", r.Method, "path", r.URL.Path, "status", status, "code", body.Error.Code, "err", err)
+		"method", r.Method, "path", logPath(r.URL.Path), "status", status, "code", body.Error.Code, "err", err)
 
 	h := w.Header()
 	switch status {
 	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="waitroom"`)
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		h.Set("Retry-After", retryAfterSeconds)
+		if secs, ok := limit.RetryAfter(err); ok {
+			h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		} else {
+			h.Set("Retry-After", retryAfterSeconds)
+		}
 	}
 	b, merr := json.Marshal(body)
 	if merr != nil {
@@ -99,4 +109,52 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		b = []byte(`{"error":{"code":"internal","message":"` + msgInternal + `"}}`)
 	}
 	writeBody(w, status, append(b, '\n'))
+}
+
+// maxMessage bounds the message of an error answer: messages may quote the
+// client's input, which must never come back at length.
+const maxMessage = 300
+
+// clip shortens m to at most maxMessage bytes, on a character boundary.
+func clip(m string) string {
+	if len(m) <= maxMessage {
+		return m
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "…"
+}
+
+// logPath is a request path as it may be logged: a session id is a bearer
+// secret, so only its first ten characters, which encode nothing but the
+// public ticket, are kept.
+func logPath(p string) string {
+	const marker = "/sessions/"
+	if !strings.Contains(p, marker) {
+		return p
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(p, marker)
+		if i < 0 {
+			b.WriteString(p)
+			return b.String()
+		}
+		start := i + len(marker)
+		end := strings.IndexByte(p[start:], '/')
+		if end < 0 {
+			end = len(p)
+		} else {
+			end += start
+		}
+		if end-start <= 10 {
+			b.WriteString(p[:end])
+		} else {
+			b.WriteString(p[:start+10])
+			b.WriteString("…")
+		}
+		p = p[end:]
+	}
 }

@@ -56,6 +56,8 @@ func statusFor(c waitroom.Code) int {
 		return 400
 	case waitroom.CodeUnauthorized:
 		return 401
+	case "forbidden":
+		return 403
 	case waitroom.CodeNotFound, waitroom.CodeRoomNotFound, waitroom.CodeSessionNotFound, waitroom.CodeQueueEmpty:
 		return 404
 	case waitroom.CodeMethodNotAllowed:

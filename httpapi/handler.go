@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/clientaddr"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/push"
 )
 
@@ -51,6 +53,26 @@ type Config struct {
 	// session's presence; by default a third of the room's waiting_timeout,
 	// between 1s and 15s.
 	StreamPresence time.Duration
+
+	// JoinLimit limits joins per client address (IPv6 per /64); over it a
+	// join answers 429 rate_limited with Retry-After. nil means no limit in
+	// this handler: `waitroom serve` makes limit.NewLimiter(120, 120, 0) by
+	// default (--join-limit, 0 disables). Give the waiting page the same
+	// Limiter so both ways of joining draw from one allowance. Joins that
+	// carry the admin token (a trusted backend joining for its users) are
+	// never limited.
+	JoinLimit *limit.Limiter
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// for JoinLimit; empty means the client is the connection's peer.
+	TrustedProxies clientaddr.Trusted
+	// MaxSessionsPerRoom caps the live (waiting and active) sessions of a
+	// room; a join beyond it answers 503 room_full with Retry-After. 0 means
+	// no cap. Existing sessions are never affected.
+	MaxSessionsPerRoom int
+	// MemoryGuard, when set, makes joins answer 503 room_full while the
+	// process uses more memory than its limit (limit.NewMemoryGuard); nil
+	// means no guard. Existing sessions keep being served.
+	MemoryGuard *limit.MemoryGuard
 }
 
 // server is the http.Handler NewHandler returns.
@@ -63,8 +85,10 @@ type server struct {
 	clock    waitroom.Clock
 	log      *slog.Logger
 	admin    adminToken
-	mux      *http.ServeMux
-	metrics  http.Handler
+	// joins is the check a new session goes through (rate, memory, cap).
+	joins   *limit.Joins
+	mux     *http.ServeMux
+	metrics http.Handler
 	// durations is the request duration histogram; see instrument.go.
 	durations *prometheus.HistogramVec
 }
@@ -104,6 +128,12 @@ func NewHandler(cfg Config) http.Handler {
 		}),
 		durations: requestDurations(cfg.Registry, cfg.Logger),
 	}
+	s.joins = &limit.Joins{
+		Rate:               cfg.JoinLimit,
+		Proxies:            cfg.TrustedProxies,
+		MaxSessionsPerRoom: max(cfg.MaxSessionsPerRoom, 0),
+		Memory:             cfg.MemoryGuard,
+	}
 	s.routes()
 	return s
 }
@@ -121,7 +151,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(v)
 		}
 		if v != nil {
-			s.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
+			s.log.Error("httpapi: panic serving request", "method", r.Method, "path", logPath(r.URL.Path),
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !rw.wroteHeader {
 				s.writeError(rw, r, &waitroom.Error{Code: waitroom.CodeInternal, Message: "An internal error occurred."})

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -193,6 +195,12 @@ func (s *server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The handshake is checked here first so that its failures are the usual
+	// JSON errors; websocket.Accept would answer them in plain text.
+	if err := checkHandshake(r); err != nil {
+		st.close(false, cur)
+		return err
+	}
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		// Accept has answered the client (a bad handshake or origin).
@@ -221,4 +229,39 @@ func (s *server) websocket(w http.ResponseWriter, r *http.Request) error {
 		c.Close(websocket.StatusNormalClosure, string(last.Status))
 	}
 	return nil
+}
+
+// checkHandshake refuses what websocket.Accept would refuse, with the same
+// rules: a GET over HTTP/1.1 with Connection: upgrade, Upgrade: websocket,
+// Sec-WebSocket-Version 13 and a key; and, when the browser sends an Origin,
+// one whose host is this request's Host (another site's page must not read a
+// session through its visitor's browser; same-origin pages and non-browser
+// clients, which send no Origin, are served).
+func checkHandshake(r *http.Request) error {
+	if !r.ProtoAtLeast(1, 1) || !headerHas(r.Header, "Connection", "upgrade") ||
+		!headerHas(r.Header, "Upgrade", "websocket") || r.Header.Get("Sec-WebSocket-Key") == "" {
+		return waitroom.Errorf(waitroom.CodeInvalidRequest, "This endpoint needs a WebSocket handshake (or use the events endpoint).")
+	}
+	if v := r.Header.Get("Sec-WebSocket-Version"); v != "13" {
+		return waitroom.Errorf(waitroom.CodeInvalidRequest, "Only WebSocket version 13 is supported.")
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return waitroom.Errorf(waitroom.CodeForbidden, "Cross-origin WebSocket connections are not allowed.")
+		}
+	}
+	return nil
+}
+
+// headerHas reports whether a comma-separated header holds token, ignoring case.
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -19,7 +19,7 @@ WORKERS=${WORKERS:-$(( (USERS + 3999) / 4000 ))}
 dir=$(mktemp -d)
 trap 'kill $srv 2>/dev/null || true; rm -rf "$dir"' EXIT
 go build -o "$dir/waitroom" ./cmd/waitroom
-"$dir/waitroom" serve --addr 127.0.0.1:0 --data "$dir/data" --store "$STORE" >"$dir/serve.out" 2>"$dir/serve.err" &
+"$dir/waitroom" serve --addr 127.0.0.1:0 --data "$dir/data" --store "$STORE" --join-limit 0 >"$dir/serve.out" 2>"$dir/serve.err" &
 srv=$!
 for _ in $(seq 100); do grep -q listening "$dir/serve.out" 2>/dev/null && break; sleep 0.1; done
 addr=$(sed -n 's/.*listening on //p' "$dir/serve.out")

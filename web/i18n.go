@@ -66,6 +66,8 @@ type Messages struct {
 	BadRoomBody      string
 	UnavailableTitle string
 	UnavailableBody  string
+	BusyTitle        string
+	BusyBody         string
 	ErrorTitle       string
 	ErrorBody        string
 }
@@ -111,6 +113,8 @@ var english = Messages{
 	BadRoomBody:      "“{room}” cannot be the name of a waiting room. Please check the link you followed.",
 	UnavailableTitle: "The line is paused",
 	UnavailableBody:  "The waiting room cannot reach its records for a moment, so nobody moves. You keep your place; this page will try again by itself.",
+	BusyTitle:        "Too many at once",
+	BusyBody:         "The waiting room is taking no more people from here right now. This page will try again by itself.",
 	ErrorTitle:       "Something went wrong",
 	ErrorBody:        "Please reload the page in a moment.",
 }
@@ -155,6 +159,8 @@ var german = Messages{
 	BadRoomBody:      "„{room}“ kann nicht der Name eines Warteraums sein. Bitte prüfen Sie den Link.",
 	UnavailableTitle: "Die Warteschlange ist angehalten",
 	UnavailableBody:  "Der Warteraum erreicht seine Daten gerade nicht, deshalb geht es kurz nicht weiter. Ihr Platz bleibt erhalten; diese Seite versucht es von selbst noch einmal.",
+	BusyTitle:        "Zu viele auf einmal",
+	BusyBody:         "Der Warteraum nimmt von hier gerade niemanden mehr auf. Diese Seite versucht es von selbst noch einmal.",
 	ErrorTitle:       "Etwas ist schiefgegangen",
 	ErrorBody:        "Bitte laden Sie die Seite gleich noch einmal.",
 }
@@ -199,6 +205,8 @@ var french = Messages{
 	BadRoomBody:      "« {room} » ne peut pas être le nom d’une salle d’attente. Vérifiez le lien que vous avez suivi.",
 	UnavailableTitle: "La file est en pause",
 	UnavailableBody:  "La salle d’attente ne peut pas joindre ses données pour le moment, la file n’avance donc pas. Vous gardez votre place ; cette page va réessayer toute seule.",
+	BusyTitle:        "Trop de monde à la fois",
+	BusyBody:         "La salle d’attente n’accepte plus personne d’ici pour le moment. Cette page va réessayer toute seule.",
 	ErrorTitle:       "Une erreur s’est produite",
 	ErrorBody:        "Rechargez la page dans un instant.",
 }

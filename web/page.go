@@ -276,7 +276,13 @@ func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keep
 			return s, false, err
 		}
 	}
+	if err := h.joins.Check(ctx, r, room, h.store, now); err != nil {
+		return s, false, err
+	}
 	s, err = h.store.Join(ctx, room, "", now)
+	if err == nil {
+		h.joins.Joined(s, now)
+	}
 	return s, err == nil, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/web"
 )
@@ -570,5 +571,46 @@ func TestStoreDownFailsOpenOrClosed(t *testing.T) {
 	down.Store(false)
 	if rec := get("/r/shop"); rec.Code != http.StatusOK {
 		t.Errorf("store back: %d, want 200 (waiting again)", rec.Code)
+	}
+}
+
+// The page's joins go through the same limits as the API's: a visitor
+// without a cookie who keeps reloading from one address is refused with
+// 429 and a page that retries by itself, and a full room answers 503.
+func TestPageJoinsAreLimited(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	if _, _, err := mem.PutRoom(ctx, "shop", waitroom.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	joins := &limit.Joins{Rate: limit.NewLimiter(60, 3, 0), MaxSessionsPerRoom: 5}
+	h := web.NewHandler(web.Config{Store: mem, Joins: joins})
+	get := func(addr string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/r/shop", nil)
+		req.RemoteAddr = addr + ":40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for i := range 3 {
+		if rec := get("192.0.2.1"); rec.Code != http.StatusOK {
+			t.Fatalf("join %d from one address within the burst: %d, want 200", i+1, rec.Code)
+		}
+	}
+	rec := get("192.0.2.1")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "Too many at once") {
+		t.Errorf("fourth join from one address: %d, Retry-After %q; want 429 with Retry-After and the busy page",
+			rec.Code, rec.Header().Get("Retry-After"))
+	}
+	for _, addr := range []string{"192.0.2.2", "192.0.2.3"} {
+		if rec := get(addr); rec.Code != http.StatusOK {
+			t.Fatalf("join from %s: %d, want 200", addr, rec.Code)
+		}
+	}
+	if rec := get("192.0.2.4"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("sixth session in a room capped at 5: %d, want 503 with Retry-After", rec.Code)
+	}
+	if room, _ := mem.Room(ctx, "shop"); room.Waiting+room.Active != 5 {
+		t.Errorf("room holds %d sessions, want 5 (refused joins make none)", room.Waiting+room.Active)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/limit"
 )
 
 // Paths the handler serves. A server mounts the handler on these prefixes
@@ -62,6 +64,10 @@ type Config struct {
 	// it is marked Secure on requests that arrived over TLS, directly or
 	// (X-Forwarded-Proto: https) through a proxy.
 	Secure bool
+	// Joins checks every join the page makes (per-address rate, caps);
+	// share it with the API's so both ways of joining use one allowance.
+	// nil allows every join.
+	Joins *limit.Joins
 	// FailOpen, when set and true, lets a visitor through while the store is
 	// unreachable: the page sends them to the room's target as last seen
 	// (see package outage). Unset or false, the page says the line is
@@ -86,6 +92,7 @@ type Handler struct {
 	// failOpen and known serve the fail-open policy: known holds each
 	// room's configuration as last read, for its target.
 	failOpen func() bool
+	joins    *limit.Joins
 	known    sync.Map // room name → waitroom.RoomConfig
 	pages    *pageTemplates
 	mux      *http.ServeMux
@@ -115,6 +122,7 @@ func New(cfg Config) (*Handler, error) {
 		log:      cfg.Logger,
 		secure:   cfg.Secure,
 		failOpen: cfg.FailOpen,
+		joins:    cfg.Joins,
 		pages:    pages,
 		mux:      http.NewServeMux(),
 	}
@@ -212,10 +220,16 @@ type errorData struct {
 
 // errorPage writes a friendly HTML error in the visitor's language.
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body string) {
+	h.retryPage(w, r, lang, status, heading, body, 5)
+}
+
+// retryPage is errorPage with the seconds after which a 429 or 503 page
+// reloads itself (and says so in Retry-After).
+func (h *Handler) retryPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body string, retry int64) {
 	d := errorData{Lang: lang.Lang, T: lang, Heading: heading, Body: body, Style: styleCSS.url(), Nonce: nonce()}
-	if status == http.StatusServiceUnavailable {
-		d.Refresh = 5
-		w.Header().Set("Retry-After", "5")
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		d.Refresh = int(max(retry, 1))
+		w.Header().Set("Retry-After", strconv.Itoa(d.Refresh))
 	}
 	htmlHeaders(w, lang, d.Nonce)
 	w.WriteHeader(status)
@@ -235,6 +249,14 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messa
 		h.errorPage(w, r, lang, http.StatusNotFound, lang.NotFoundTitle, fill(lang.NotFoundBody, "room", shorten(room)))
 	case waitroom.CodeInvalidRoomName:
 		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	case waitroom.CodeRateLimited, waitroom.CodeRoomFull:
+		// The join limits (package limit): the same refusal as the API's.
+		status := http.StatusServiceUnavailable
+		if waitroom.ErrorCode(err) == waitroom.CodeRateLimited {
+			status = http.StatusTooManyRequests
+		}
+		retry, _ := limit.RetryAfter(err)
+		h.retryPage(w, r, lang, status, lang.BusyTitle, lang.BusyBody, retry)
 	case waitroom.CodeUnavailable:
 		h.log.Warn("web: store unavailable", "room", room, "err", err)
 		if h.failOpen != nil && h.failOpen() {

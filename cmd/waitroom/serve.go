@@ -10,11 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +26,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/clientaddr"
 	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/outage"
@@ -66,6 +70,11 @@ type serveConfig struct {
 	// onStoreDown and failOpenAfter are the outage policy (package outage).
 	onStoreDown   string
 	failOpenAfter string
+	// The abuse limits (package limit), as given; parseServe checks them.
+	joinLimit      string
+	trustedProxies string
+	maxSessions    string
+	memoryLimit    string
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -88,6 +97,10 @@ func (c *serveConfig) flags() []serveFlag {
 		{"templates", "WAITROOM_TEMPLATES", "", "`folder` of waiting-page templates: page.html for every room, <room>.html for one\n(html/template; see the README's \"Waiting page\" section)", &c.templates, nil},
 		{"on-store-down", "WAITROOM_ON_STORE_DOWN", "closed", "`policy` while the store (Redis) is unreachable: closed keeps everyone in line\n(pages say the line is paused; the API answers 503), open sends visitors on to\nthe room's target once it has been down for --fail-open-after", &c.onStoreDown, nil},
 		{"fail-open-after", "WAITROOM_FAIL_OPEN_AFTER", "10s", "how long the store must be unreachable before --on-store-down open lets\nvisitors through (a Go `duration`)", &c.failOpenAfter, nil},
+		{"join-limit", "WAITROOM_JOIN_LIMIT", "120", "most joins a `minute` per client address (bursts of as many; IPv6 per /64);\nover it a join answers 429 with Retry-After; 0 turns the limit off", &c.joinLimit, nil},
+		{"trusted-proxies", "WAITROOM_TRUSTED_PROXIES", "", "comma-separated `CIDRs` of the proxies in front of waitroom; only their\nX-Forwarded-For names the client (for --join-limit); empty trusts nobody", &c.trustedProxies, nil},
+		{"max-sessions-per-room", "WAITROOM_MAX_SESSIONS_PER_ROOM", "2000000", "most live `sessions` (waiting and active) per room; a join over it answers\n503 room_full; 0 means no cap", &c.maxSessions, nil},
+		{"memory-limit", "WAITROOM_MEMORY_LIMIT", "", "`bytes` of memory in use over which joins answer 503 room_full (suffixes\nKiB, MiB, GiB); empty: 90% of GOMEMLIMIT when that is set, else no guard;\n0: no guard", &c.memoryLimit, nil},
 		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
@@ -159,6 +172,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if d, err := time.ParseDuration(c.failOpenAfter); err != nil || d <= 0 {
 		return c, badUsage(fs, "--fail-open-after must be a positive duration such as 10s, not %q", c.failOpenAfter)
+	}
+	if _, err := c.limits(); err != nil {
+		return c, badUsage(fs, "%v", err)
 	}
 	switch {
 	case c.store == "", c.store == "memory", isRedisURL(c.store):
@@ -248,6 +264,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	// The outage monitor pings the store; under the open policy the pages
 	// let visitors through once it has been unreachable for a while.
+	lim, _ := cfg.limits()                            // checked by parseServe
 	policy, _ := outage.ParsePolicy(cfg.onStoreDown)  // checked by parseServe
 	after, _ := time.ParseDuration(cfg.failOpenAfter) // checked by parseServe
 	monitor := outage.New(store, outage.Options{Policy: policy, After: after, OnChange: func(down bool, err error) {
@@ -273,13 +290,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 	defer hub.Close()
 	handler := httpapi.NewHandler(httpapi.Config{
-		Store:      store,
-		AdminToken: token,
-		Clock:      clock,
-		Logger:     logger,
-		Registry:   reg,
-		Hub:        hub,
-		Fill:       estimator.Fill,
+		JoinLimit:          lim.rate,
+		TrustedProxies:     lim.proxies,
+		MaxSessionsPerRoom: lim.maxSessions,
+		MemoryGuard:        lim.memory,
+		Store:              store,
+		AdminToken:         token,
+		Clock:              clock,
+		Logger:             logger,
+		Registry:           reg,
+		Hub:                hub,
+		Fill:               estimator.Fill,
 	})
 	// The waiting page, its scripts and the demo live next to the API: the
 	// web handler takes its own prefixes, the API everything else.
@@ -291,6 +312,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:    logger,
 		Demo:      cfg.demo,
 		FailOpen:  monitor.FailOpen,
+		// The page's joins share the API's allowance per address.
+		Joins: &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory},
 	}
 	pages, err := web.New(webCfg)
 	if err != nil {
@@ -521,4 +544,61 @@ func ensureDemoRoom(ctx context.Context, store waitroom.Store, now time.Time, lo
 		logger.Info("updated the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
 	}
 	return nil
+}
+
+// serveLimits are the abuse limits built from serve's flags.
+type serveLimits struct {
+	rate        *limit.Limiter // nil: no per-address limit
+	proxies     clientaddr.Trusted
+	maxSessions int
+	memory      *limit.MemoryGuard // nil: no guard
+}
+
+// limits parses the limit flags.
+func (c *serveConfig) limits() (serveLimits, error) {
+	var l serveLimits
+	perMinute, err := strconv.Atoi(c.joinLimit)
+	if err != nil || perMinute < 0 {
+		return l, fmt.Errorf("--join-limit must be a whole number of joins a minute, 0 for none, not %q", c.joinLimit)
+	}
+	l.rate = limit.NewLimiter(perMinute, perMinute, 0)
+	if l.proxies, err = clientaddr.Parse(c.trustedProxies); err != nil {
+		return l, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if l.maxSessions, err = strconv.Atoi(c.maxSessions); err != nil || l.maxSessions < 0 {
+		return l, fmt.Errorf("--max-sessions-per-room must be a whole number, 0 for no cap, not %q", c.maxSessions)
+	}
+	bytes, err := memoryLimit(c.memoryLimit)
+	if err != nil {
+		return l, err
+	}
+	l.memory = limit.NewMemoryGuard(bytes, nil)
+	return l, nil
+}
+
+// memoryLimit reads --memory-limit: bytes with an optional KiB/MiB/GiB
+// suffix; empty means 90% of the Go runtime's memory limit (GOMEMLIMIT)
+// when one is set, else none.
+func memoryLimit(s string) (uint64, error) {
+	if s == "" {
+		if soft := debug.SetMemoryLimit(-1); soft < math.MaxInt64 {
+			return uint64(soft) / 10 * 9, nil
+		}
+		return 0, nil
+	}
+	mult := uint64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = rest, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > math.MaxUint64/mult {
+		return 0, fmt.Errorf("--memory-limit must be a number of bytes (optionally KiB, MiB or GiB), not %q", s)
+	}
+	return n * mult, nil
 }

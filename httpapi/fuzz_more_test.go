@@ -1,0 +1,43 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/waitroom/waitroom"
+)
+
+// FuzzAdvanceBody sends any body to advance in a manual room: the answer is
+// 200 with at most n served sessions, or an error of the documented shape,
+// and the room keeps its invariants.
+func FuzzAdvanceBody(f *testing.F) {
+	for _, s := range []string{"", "{}", `{"n":1}`, `{"n":0}`, `{"n":-1}`, `{"n":10000}`, `{"n":10001}`, `{"n":1e30}`, `{"n":"2"}`,
+		`{"n":1.5}`, `{"n":null}`, `{"count":1}`, `{"n":1}{"n":2}`, `[1]`, "\xff"} {
+		f.Add([]byte(s))
+	}
+	e := newEnv(f)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/m", `{"mode":"manual","waiting_timeout":"0s"}`)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		serve(e.handler, "POST", "/v1/rooms/m/sessions", "", "")
+		rec := serve(e.handler, "POST", "/v1/rooms/m/advance", authHeader(true), string(body))
+		checkAnswer(t, "advance", rec)
+		switch rec.Code {
+		case 200:
+			var v struct {
+				Sessions []waitroom.Session `json:"sessions"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || len(v.Sessions) == 0 || len(v.Sessions) > waitroom.MaxAdvance {
+				t.Fatalf("advance %q: 200 with %s (%v)", body, rec.Body.Bytes(), err)
+			}
+			for _, s := range v.Sessions {
+				if s.Status != waitroom.StatusServed {
+					t.Fatalf("advance %q in a manual room: session %d is %s, want served", body, s.Ticket, s.Status)
+				}
+			}
+		case 400, 404, 413:
+		default:
+			t.Fatalf("advance %q: got %d, want 200, 400, 404 or 413", body, rec.Code)
+		}
+	})
+}
