@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -309,9 +310,18 @@ func isTLS(r *http.Request) bool {
 // origin is one of the room's return_origins, else the room's target_url
 // ("" for none). Any other return_to is ignored, so the page cannot be used
 // to send people to arbitrary sites.
+//
+// Besides the room's return_origins, the page's own origin is allowed: a
+// same-origin return is no open redirect, and it is what a gate in front of
+// the app on the same host (waitroom serve --upstream) sends.
 func (h *Handler) destination(r *http.Request, cfg waitroom.RoomConfig) string {
 	if rt := r.URL.Query().Get("return_to"); rt != "" {
-		if u, ok := allowedReturn(rt, cfg.ReturnOrigins); ok {
+		scheme := "http"
+		if h.secure || isTLS(r) {
+			scheme = "https"
+		}
+		origins := append(slices.Clip(cfg.ReturnOrigins), scheme+"://"+r.Host)
+		if u, ok := allowedReturn(rt, origins); ok {
 			return u
 		}
 	}

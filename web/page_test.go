@@ -614,3 +614,31 @@ func TestPageJoinsAreLimited(t *testing.T) {
 		t.Errorf("room holds %d sessions, want 5 (refused joins make none)", room.Waiting+room.Active)
 	}
 }
+
+// An admitted visitor may be sent back to the page's own origin (what a
+// gate on the same host asks for), never to another one that the room does
+// not list.
+func TestReturnToSameOriginOnly(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	cfg := waitroom.DefaultConfig()
+	cfg.TargetURL = "/home"
+	if _, _, err := mem.PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := web.NewHandler(web.Config{Store: mem})
+	for _, tc := range []struct{ returnTo, want string }{
+		{"http://shop.example/cart?x=1", "http://shop.example/cart?x=1"},
+		{"https://shop.example/cart", "/home"}, // another scheme is another origin
+		{"http://evil.example/cart", "/home"},
+		{"http://shop.example.evil.example/", "/home"},
+		{"//evil.example/", "/home"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://shop.example/r/shop?return_to="+url.QueryEscape(tc.returnTo), nil)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req) // capacity 100: admitted at once
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != tc.want {
+			t.Errorf("return_to %q: %d to %q, want 303 to %q", tc.returnTo, rec.Code, rec.Header().Get("Location"), tc.want)
+		}
+	}
+}

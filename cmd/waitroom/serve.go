@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -28,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/clientaddr"
 	"github.com/waitroom/waitroom/eta"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/memstore"
@@ -75,6 +77,13 @@ type serveConfig struct {
 	trustedProxies string
 	maxSessions    string
 	memoryLimit    string
+	// The gate (package gate): reverse-proxy mode and passes.
+	upstream  string
+	room      string
+	bypass    string
+	publicURL string
+	passAlg   string
+	passKeys  string
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -101,6 +110,12 @@ func (c *serveConfig) flags() []serveFlag {
 		{"trusted-proxies", "WAITROOM_TRUSTED_PROXIES", "", "comma-separated `CIDRs` of the proxies in front of waitroom; only their\nX-Forwarded-For names the client (for --join-limit); empty trusts nobody", &c.trustedProxies, nil},
 		{"max-sessions-per-room", "WAITROOM_MAX_SESSIONS_PER_ROOM", "2000000", "most live `sessions` (waiting and active) per room; a join over it answers\n503 room_full; 0 means no cap", &c.maxSessions, nil},
 		{"memory-limit", "WAITROOM_MEMORY_LIMIT", "", "`bytes` of memory in use over which joins answer 503 room_full (suffixes\nKiB, MiB, GiB); empty: 90% of GOMEMLIMIT when that is set, else no guard;\n0: no guard", &c.memoryLimit, nil},
+		{"upstream", "WAITROOM_UPSTREAM", "", "`URL` of the app to protect (reverse-proxy mode): requests with a valid pass\ngo through to it, everyone else joins --room and waits; /r/, /waitroom.js,\n/v1/ and the operations endpoints stay waitroom's", &c.upstream, nil},
+		{"room", "WAITROOM_ROOM", waitroom.DefaultRoom, "`room` whose pass --upstream requires", &c.room, nil},
+		{"bypass", "WAITROOM_BYPASS", "", "comma-separated `paths` that reach --upstream without a pass: prefixes\n(/static/), suffix patterns (*.css) or path.Match patterns", &c.bypass, nil},
+		{"public-url", "WAITROOM_PUBLIC_URL", "", "`URL` (scheme://host[:port]) where browsers reach waitroom's pages, for the\nredirects of forward-auth; empty: the host of the gated request", &c.publicURL, nil},
+		{"pass-alg", "WAITROOM_PASS_ALG", gate.AlgEdDSA, "signing `algorithm` of passes: EdDSA (Ed25519, public keys at\n/.well-known/jwks.json) or HS256 (a shared secret, nothing published)", &c.passAlg, nil},
+		{"pass-keys", "WAITROOM_PASS_KEYS", "", "`folder` of pass signing keys, generated on first start; empty: <data>/keys", &c.passKeys, nil},
 		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
@@ -172,6 +187,25 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if d, err := time.ParseDuration(c.failOpenAfter); err != nil || d <= 0 {
 		return c, badUsage(fs, "--fail-open-after must be a positive duration such as 10s, not %q", c.failOpenAfter)
+	}
+	if c.passAlg != gate.AlgEdDSA && c.passAlg != gate.AlgHS256 {
+		return c, badUsage(fs, "--pass-alg must be EdDSA or HS256, not %q", c.passAlg)
+	}
+	if !waitroom.ValidRoomName(c.room) {
+		return c, badUsage(fs, "--room %q is not a valid room name", c.room)
+	}
+	if c.upstream != "" {
+		if u, err := url.Parse(c.upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, badUsage(fs, "--upstream must be an absolute http(s) URL, not %q", c.upstream)
+		}
+	}
+	if c.publicURL != "" {
+		if u, err := url.Parse(c.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return c, badUsage(fs, "--public-url must be scheme://host[:port], not %q", c.publicURL)
+		}
+	}
+	if _, err := gate.ParseTrustedProxies(c.trustedProxies); err != nil {
+		return c, badUsage(fs, "--trusted-proxies: %v", err)
 	}
 	if _, err := c.limits(); err != nil {
 		return c, badUsage(fs, "%v", err)
@@ -281,9 +315,40 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// stream ends and Shutdown need not wait for them.
 	estimator := eta.New(store)
 	defer estimator.Close()
+	// The gate signs passes for active sessions, checks them at
+	// forward-auth and in front of --upstream, and revokes them when
+	// sessions end. Every session on its way out gets its estimate and,
+	// when active, its pass.
+	keysDir := cmp.Or(cfg.passKeys, filepath.Join(cfg.data, "keys"))
+	keys, err := gate.LoadKeys(keysDir, cfg.passAlg)
+	if err != nil {
+		return fmt.Errorf("pass keys in %s: %w", keysDir, err)
+	}
+	gateProxies, _ := gate.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
+	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory}
+	gt, err := gate.New(gate.Config{
+		Store:          store,
+		Keys:           keys,
+		Clock:          clock,
+		Logger:         logger,
+		PublicURL:      strings.TrimSuffix(cfg.publicURL, "/"),
+		TrustedProxies: gateProxies,
+		Secure:         strings.HasPrefix(cfg.publicURL, "https://"),
+		ETA:            estimator.Fill,
+		Joins:          joins,
+		FailOpen:       monitor.FailOpen,
+	})
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	defer gt.Close()
+	fill := func(s *waitroom.Session, now time.Time) {
+		estimator.Fill(s, now)
+		gt.Fill(s, now)
+	}
 	hub := push.New(store, push.Options{
 		Clock: clock,
-		Fill:  estimator.Fill,
+		Fill:  fill,
 		OnError: func(room string, err error) {
 			logger.Warn("push: reading sessions", "room", room, "err", err)
 		},
@@ -300,7 +365,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:             logger,
 		Registry:           reg,
 		Hub:                hub,
-		Fill:               estimator.Fill,
+		Fill:               fill,
 	})
 	// The waiting page, its scripts and the demo live next to the API: the
 	// web handler takes its own prefixes, the API everything else.
@@ -312,17 +377,44 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:    logger,
 		Demo:      cfg.demo,
 		FailOpen:  monitor.FailOpen,
-		// The page's joins share the API's allowance per address.
-		Joins: &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory},
+		// The page's and the gate's joins share the API's allowance.
+		Joins: joins,
 	}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return fmt.Errorf("--templates: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", handler)
 	for _, prefix := range web.Prefixes(webCfg) {
 		mux.Handle(prefix, pages)
+	}
+	gh := gt.Handler()
+	mux.Handle(gate.Prefix, gh)
+	mux.Handle(gate.JWKSPath, gh)
+	if cfg.upstream == "" {
+		mux.Handle("/", handler)
+	} else {
+		// Reverse-proxy mode: waitroom's own paths stay waitroom's, the
+		// rest is the protected app's.
+		if err := ensureRoom(ctx, store, cfg.room, clock.Now(), logger); err != nil {
+			return err
+		}
+		up, _ := url.Parse(cfg.upstream) // checked by parseServe
+		var bypass []string
+		for b := range strings.SplitSeq(cfg.bypass, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				bypass = append(bypass, b)
+			}
+		}
+		proxy, err := gt.Proxy(gate.ProxyConfig{Upstream: up, Room: cfg.room, Bypass: bypass, Transport: upstreamTransport()})
+		if err != nil {
+			return fmt.Errorf("--upstream: %w", err)
+		}
+		for _, p := range []string{"/v1/", "/healthz", "/readyz", "/metrics"} {
+			mux.Handle(p, handler)
+		}
+		mux.Handle("/", proxy)
+		logger.Info("protecting an app", "upstream", up.Redacted(), "room", cfg.room, "bypass", bypass)
 	}
 	// Runtime and process metrics next to waitroom's own. Registered after
 	// the handler, tolerating duplicates, in case a package registers them too.
@@ -500,17 +592,22 @@ func readToken(path string, logger *slog.Logger) (string, error) {
 // ensureDefaultRoom creates the default room with the default configuration
 // when no room by that name exists. An existing one keeps its configuration.
 func ensureDefaultRoom(ctx context.Context, store waitroom.Store, now time.Time, logger *slog.Logger) error {
-	_, err := store.Room(ctx, waitroom.DefaultRoom)
+	return ensureRoom(ctx, store, waitroom.DefaultRoom, now, logger)
+}
+
+// ensureRoom creates room with the default configuration unless it exists.
+func ensureRoom(ctx context.Context, store waitroom.Store, room string, now time.Time, logger *slog.Logger) error {
+	_, err := store.Room(ctx, room)
 	switch {
 	case err == nil:
 		return nil
 	case waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound:
-		return fmt.Errorf("read room %q: %w", waitroom.DefaultRoom, err)
+		return fmt.Errorf("read room %q: %w", room, err)
 	}
-	if _, _, err := store.PutRoom(ctx, waitroom.DefaultRoom, waitroom.DefaultConfig(), now); err != nil {
-		return fmt.Errorf("create room %q: %w", waitroom.DefaultRoom, err)
+	if _, _, err := store.PutRoom(ctx, room, waitroom.DefaultConfig(), now); err != nil {
+		return fmt.Errorf("create room %q: %w", room, err)
 	}
-	logger.Info("created the default room", "room", waitroom.DefaultRoom)
+	logger.Info("created a room", "room", room)
 	return nil
 }
 
@@ -601,4 +698,13 @@ func memoryLimit(s string) (uint64, error) {
 		return 0, fmt.Errorf("--memory-limit must be a number of bytes (optionally KiB, MiB or GiB), not %q", s)
 	}
 	return n * mult, nil
+}
+
+// upstreamTransport carries requests to --upstream: many idle connections
+// per host, since every visitor's request goes to the same app.
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 1024
+	return t
 }

@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/limit"
+)
+
+// Paths of the handler Handler returns.
+const (
+	// ForwardAuthPath is the Traefik/Caddy forward-auth endpoint.
+	ForwardAuthPath = "/v1/gate/{room}/forward-auth"
+	// AuthRequestPath is the nginx auth_request endpoint.
+	AuthRequestPath = "/v1/gate/{room}/auth-request"
+	// JWKSPath publishes the public keys that verify passes.
+	JWKSPath = "/.well-known/jwks.json"
+	// Prefix is the path prefix of the gate's own routes under /v1/.
+	Prefix = "/v1/gate/"
+)
+
+// Handler serves the forward-auth and auth-request endpoints and the JWKS.
+// A server mounts it on Prefix and JWKSPath. The endpoints answer any
+// method, because nginx's auth_request subrequest keeps the visitor's.
+func (g *Gate) Handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc(ForwardAuthPath, g.forwardAuth)
+	m.HandleFunc(AuthRequestPath, g.authRequest)
+	m.Handle("GET "+JWKSPath, g.keys)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, waitroom.CodeNotFound, "There is no such route.")
+	})
+	return m
+}
+
+// forwardAuth: Traefik's forwardAuth and Caddy's forward_auth. An admitted
+// visitor gets 200 with identity headers. A visitor whose session was just
+// admitted gets the pass: browsers by a 307 back to the original URL with
+// the cookie (Caddy drops the Set-Cookie of a 2xx), API clients by 200
+// with the cookie. Anyone else: browsers 303 to the waiting page, API
+// clients 401 JSON with the waiting page in Waitroom-Location.
+func (g *Gate) forwardAuth(w http.ResponseWriter, r *http.Request) {
+	g.authEndpoint(w, r, true)
+}
+
+// authRequest: nginx auth_request, which understands only 2xx, 401 and
+// 403. Admitted: 204 with identity headers and, when a pass is issued or
+// renewed, a Set-Cookie the config copies to the visitor's response.
+// Otherwise 401 with the waiting page in Waitroom-Location.
+func (g *Gate) authRequest(w http.ResponseWriter, r *http.Request) {
+	g.authEndpoint(w, r, false)
+}
+
+func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bool) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	room := r.PathValue("room")
+	if !waitroom.ValidRoomName(room) {
+		writeError(w, http.StatusBadRequest, waitroom.CodeInvalidRoomName, "That is not a valid room name.")
+		return
+	}
+	now := g.clock.Now()
+	o := g.original(r)
+	if !g.trustedPeer(r) {
+		// The request is the proxy's question, not the visitor's page:
+		// without a trusted account of that page there is nowhere to
+		// return to.
+		o.uri, o.method = "", ""
+	}
+	d, err := g.decide(r.Context(), r, room, o, now)
+	if err != nil {
+		if waitroom.ErrorCode(err) == waitroom.CodeUnavailable && g.failOpen != nil && g.failOpen() {
+			// Fail open: let the request through, with no identity.
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		g.storeError(w, err)
+		return
+	}
+	if d.ok {
+		if d.cookie != nil {
+			http.SetCookie(w, d.cookie)
+			if redirects && d.fresh && !wantsJSON(r) && o.host != "" && o.uri != "" {
+				if to, ok := g.selfURL(o); ok {
+					h.Set("Location", to)
+					w.WriteHeader(http.StatusTemporaryRedirect)
+					return
+				}
+			}
+		}
+		setIdentity(h, d.claims)
+		if redirects {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusNoContent)
+		}
+		return
+	}
+	loc := g.waitingURL(room, o)
+	h.Set(HeaderLocation, loc)
+	if redirects && !wantsJSON(r) {
+		h.Set("Location", loc)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	writeError(w, http.StatusUnauthorized, waitroom.CodeUnauthorized, "No valid pass for this room; join the line at the waiting page.")
+}
+
+// selfURL is the visitor's original URL, when the gate may send them there.
+func (g *Gate) selfURL(o original) (string, bool) {
+	allowed := map[string]bool{}
+	for k := range g.origins {
+		allowed[k] = true
+	}
+	if g.allowedOrigin(o.origin(), o) {
+		allowed[o.origin()] = true
+	}
+	return SafeReturn(o.url(), allowed)
+}
+
+// storeError answers a store failure or an unknown room.
+func (g *Gate) storeError(w http.ResponseWriter, err error) {
+	code := waitroom.ErrorCode(err)
+	var e *waitroom.Error
+	msg := "The waiting room cannot check passes right now; try again shortly."
+	status := http.StatusServiceUnavailable
+	switch code {
+	case waitroom.CodeRoomNotFound:
+		status = http.StatusNotFound
+		msg = "There is no such room."
+	case waitroom.CodeUnavailable:
+		w.Header().Set("Retry-After", "2")
+	case waitroom.CodeRateLimited, waitroom.CodeRoomFull:
+		// A join limit refused the visitor's join (package limit).
+		if code == waitroom.CodeRateLimited {
+			status = http.StatusTooManyRequests
+		}
+		retry, _ := limit.RetryAfter(err)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(retry, 1), 10))
+		msg = "Too many people are joining right now; try again in a moment."
+	default:
+		if errors.As(err, &e) && e.Code != waitroom.CodeInternal {
+			status = http.StatusBadRequest
+			msg = e.Message
+		} else {
+			status = http.StatusInternalServerError
+			code = waitroom.CodeInternal
+			msg = "Something went wrong."
+		}
+	}
+	if status >= 500 {
+		g.log.Error("gate: store failure", "err", err)
+	}
+	writeError(w, status, code, msg)
+}
+
+// writeError writes the API's error JSON.
+func writeError(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
+	type body struct {
+		Error struct {
+			Code    waitroom.Code `json:"code"`
+			Message string        `json:"message"`
+		} `json:"error"`
+	}
+	var b body
+	b.Error.Code, b.Error.Message = code, msg
+	out, _ := json.Marshal(b)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)+1))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(out, '\n'))
+}

@@ -1,0 +1,111 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/waitroom/waitroom"
+)
+
+// DefaultIssuer is the iss claim of passes when Config.Issuer is empty.
+const DefaultIssuer = "waitroom"
+
+// Leeway is the clock skew allowed when checking a pass's times. It is
+// small: a pass lives minutes, and revocation is checked separately.
+const Leeway = 5 * time.Second
+
+// MaxPassLength is the longest token accepted; anything longer is refused
+// before parsing, since no pass this package signs comes near it.
+const MaxPassLength = 2048
+
+// Claims is what a valid pass says.
+type Claims struct {
+	// Room is the room the pass admits to (the audience).
+	Room string
+	// Session is the session id (the subject).
+	Session string
+	// Ticket is the session's ticket.
+	Ticket int64
+	// IssuedAt and Expires bound the pass's life.
+	IssuedAt, Expires time.Time
+}
+
+// passClaims is the JWT body: the registered claims and the ticket.
+type passClaims struct {
+	jwt.RegisteredClaims
+	Ticket int64 `json:"tkt,omitempty"`
+}
+
+// ErrInvalidPass is returned (wrapped) for any pass that does not verify:
+// malformed, forged, expired, for another room or issuer, or of an
+// algorithm other than the key set's.
+var ErrInvalidPass = errors.New("gate: invalid pass")
+
+// ErrRevoked is returned for a pass whose session has ended.
+var ErrRevoked = errors.New("gate: the pass's session has ended")
+
+// signPass signs a pass for s valid until exp.
+func signPass(ks *KeySet, issuer string, s waitroom.Session, now, exp time.Time) (string, error) {
+	c := passClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    issuer,
+			Subject:   s.ID,
+			Audience:  jwt.ClaimStrings{s.Room},
+			ExpiresAt: jwt.NewNumericDate(exp),
+			IssuedAt:  jwt.NewNumericDate(now),
+		},
+		Ticket: s.Ticket,
+	}
+	return ks.sign(c)
+}
+
+// Verify checks token as a pass of room signed by a key of ks with issuer
+// ("" means DefaultIssuer), at now. It checks the signature, the algorithm
+// (only the set's own), the issuer, the audience and the expiry (which is
+// required); it cannot know whether the session has since ended, which
+// (*Gate).Check and the Middleware also check.
+func Verify(ks *KeySet, issuer, room, token string, now time.Time) (Claims, error) {
+	if issuer == "" {
+		issuer = DefaultIssuer
+	}
+	if len(token) > MaxPassLength {
+		return Claims{}, fmt.Errorf("%w: too long", ErrInvalidPass)
+	}
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{ks.alg}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithAudience(room),
+		jwt.WithIssuer(issuer),
+		jwt.WithLeeway(Leeway),
+		// Canonical base64 only, so one signed pass has one spelling.
+		jwt.WithStrictDecoding(),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	)
+	var c passClaims
+	if _, err := p.ParseWithClaims(token, &c, ks.keyfunc); err != nil {
+		return Claims{}, fmt.Errorf("%w: %v", ErrInvalidPass, err)
+	}
+	if _, err := waitroom.ParseSessionID(c.Subject); err != nil {
+		return Claims{}, fmt.Errorf("%w: subject is not a session id", ErrInvalidPass)
+	}
+	if len(c.Audience) != 1 || c.IssuedAt == nil {
+		return Claims{}, fmt.Errorf("%w: want one audience and an issue time", ErrInvalidPass)
+	}
+	return Claims{
+		Room:     room,
+		Session:  c.Subject,
+		Ticket:   c.Ticket,
+		IssuedAt: c.IssuedAt.Time,
+		Expires:  c.ExpiresAt.Time,
+	}, nil
+}
+
+// String describes the claims for logs, without the session id (a secret).
+func (c Claims) String() string {
+	return c.Room + "#" + strconv.FormatInt(c.Ticket, 10)
+}

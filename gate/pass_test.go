@@ -1,0 +1,242 @@
+package gate
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/waitroom/waitroom"
+)
+
+func testSession() waitroom.Session {
+	return waitroom.Session{ID: waitroom.NewSessionID(7).String(), Room: "default", Ticket: 7, Status: waitroom.StatusActive}
+}
+
+// rawToken signs arbitrary claims with method and key, with header kid.
+func rawToken(t *testing.T, m jwt.SigningMethod, key any, kid string, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(m, claims)
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatalf("signing test token: %v", err)
+	}
+	return s
+}
+
+func TestVerifyRejects(t *testing.T) {
+	ks, err := NewKeySet(AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewKeySet(AlgEdDSA)
+	hm, _ := NewKeySet(AlgHS256)
+	s := testSession()
+	now := t0
+	valid, err := signPass(ks, DefaultIssuer, s, now, now.Add(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := ks.SigningKID()
+	pub := ks.byKID[kid].pub
+	claims := func(mod func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": DefaultIssuer, "sub": s.ID, "aud": []string{"default"}, "exp": now.Add(time.Minute).Unix(), "iat": now.Unix()}
+		if mod != nil {
+			mod(c)
+		}
+		return c
+	}
+	otherPriv := other.byKID[other.SigningKID()].priv
+	forgedKID := rawToken(t, jwt.SigningMethodEdDSA, otherPriv, kid, claims(nil))
+	parts := strings.Split(valid, ".")
+	tampered := parts[0] + "." + strings.TrimRight(parts[1], "=") + "x." + parts[2]
+	noneTok := rawToken(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, claims(nil))
+	confused := rawToken(t, jwt.SigningMethodHS256, []byte(pub), kid, claims(nil))
+
+	tests := []struct {
+		name  string
+		token string
+		room  string
+		now   time.Time
+		ok    bool
+	}{
+		{"valid", valid, "default", now, true},
+		{"valid within leeway", valid, "default", now.Add(5*time.Minute + Leeway - time.Second), true},
+		{"expired", valid, "default", now.Add(5*time.Minute + Leeway + time.Second), false},
+		{"other room", valid, "other", now, false},
+		{"forged with another key under our kid", forgedKID, "default", now, false},
+		{"tampered payload", tampered, "default", now, false},
+		{"alg none", noneTok, "default", now, false},
+		{"HS256 keyed with the public key", confused, "default", now, false},
+		{"HS256 from another set", rawToken(t, jwt.SigningMethodHS256, hm.byKID[hm.SigningKID()].hmac, hm.SigningKID(), claims(nil)), "default", now, false},
+		{"no exp", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { delete(c, "exp") })), "default", now, false},
+		{"no iat", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { delete(c, "iat") })), "default", now, false},
+		{"wrong issuer", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["iss"] = "evil" })), "default", now, false},
+		{"two audiences", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["aud"] = []string{"default", "other"} })), "default", now, false},
+		{"subject not a session id", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["sub"] = "admin" })), "default", now, false},
+		{"unknown kid", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, "nope", claims(nil)), "default", now, false},
+		{"no kid", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, "", claims(nil)), "default", now, false},
+		{"issued in the future", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["iat"] = now.Add(time.Hour).Unix() })), "default", now, false},
+		{"empty", "", "default", now, false},
+		{"garbage", "a.b.c", "default", now, false},
+		{"too long", valid + strings.Repeat("A", MaxPassLength), "default", now, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Verify(ks, "", tc.room, tc.token, tc.now)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Verify: got error %v, want a valid pass", err)
+				}
+				if c.Session != s.ID || c.Room != "default" || c.Ticket != 7 {
+					t.Errorf("claims: got %+v, want session of ticket 7 in default", c)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Verify: got valid claims %+v, want an error", c)
+			}
+			if !errors.Is(err, ErrInvalidPass) {
+				t.Errorf("Verify: got %v, want it to wrap ErrInvalidPass", err)
+			}
+		})
+	}
+}
+
+func TestHMACKeySet(t *testing.T) {
+	if _, err := NewHMACKeySet([]byte("short")); err == nil {
+		t.Error("NewHMACKeySet(short secret): got no error, want one")
+	}
+	ks, err := NewHMACKeySet([]byte(strings.Repeat("s", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSession()
+	tok, err := signPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ks, "", "default", tok, t0); err != nil {
+		t.Errorf("Verify HS256 pass: got %v, want valid", err)
+	}
+	ed, _ := NewKeySet(AlgEdDSA)
+	edTok, _ := signPass(ed, DefaultIssuer, s, t0, t0.Add(time.Minute))
+	if _, err := Verify(ks, "", "default", edTok, t0); err == nil {
+		t.Error("Verify an EdDSA pass with an HS256 set: got valid, want refused")
+	}
+	var set struct{ Keys []any }
+	if err := json.Unmarshal(ks.JWKS(), &set); err != nil || len(set.Keys) != 0 {
+		t.Errorf("HS256 JWKS: got %s (err %v), want no keys", ks.JWKS(), err)
+	}
+	if strings.Contains(string(ks.JWKS()), "sss") || strings.Contains(ks.SigningKID(), "sss") {
+		t.Error("the HS256 secret shows in the JWKS or kid")
+	}
+}
+
+func TestLoadKeysRotation(t *testing.T) {
+	for _, alg := range []string{AlgEdDSA, AlgHS256} {
+		t.Run(alg, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "keys")
+			ks, err := LoadKeys(dir, alg)
+			if err != nil {
+				t.Fatalf("LoadKeys: %v", err)
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 {
+				t.Fatalf("key folder holds %d files, want 1", len(entries))
+			}
+			info, _ := entries[0].Info()
+			if info.Mode().Perm() != 0o600 {
+				t.Errorf("key file mode: got %v, want 0600", info.Mode().Perm())
+			}
+			if d, _ := os.Stat(dir); d.Mode().Perm() != 0o700 {
+				t.Errorf("key folder mode: got %v, want 0700", d.Mode().Perm())
+			}
+			again, err := LoadKeys(dir, alg)
+			if err != nil || again.SigningKID() != ks.SigningKID() {
+				t.Fatalf("LoadKeys again: got kid %q (err %v), want the same key %q", again.SigningKID(), err, ks.SigningKID())
+			}
+			s := testSession()
+			old, _ := signPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+			// Make sure the new key's mtime is later even on coarse clocks.
+			past := time.Now().Add(-time.Hour)
+			_ = os.Chtimes(filepath.Join(dir, entries[0].Name()), past, past)
+			kid, err := RotateKey(dir, alg)
+			if err != nil {
+				t.Fatalf("RotateKey: %v", err)
+			}
+			rotated, err := LoadKeys(dir, alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rotated.SigningKID() != kid || kid == ks.SigningKID() {
+				t.Errorf("after rotation: signing kid %q, want the new %q", rotated.SigningKID(), kid)
+			}
+			if _, err := Verify(rotated, "", "default", old, t0); err != nil {
+				t.Errorf("a pass signed before the rotation: got %v, want still valid", err)
+			}
+			if alg == AlgEdDSA {
+				var set struct {
+					Keys []map[string]string `json:"keys"`
+				}
+				if err := json.Unmarshal(rotated.JWKS(), &set); err != nil || len(set.Keys) != 2 {
+					t.Fatalf("JWKS: got %s (err %v), want 2 keys", rotated.JWKS(), err)
+				}
+				for _, k := range set.Keys {
+					if _, ok := k["d"]; ok {
+						t.Error("JWKS publishes a private key (d)")
+					}
+				}
+				// A JWKS verifier built from it checks both.
+				pubs, err := parseJWKS(rotated.JWKS())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Verify(pubs, "", "default", old, t0); err != nil {
+					t.Errorf("verify with the published keys: %v", err)
+				}
+				if _, err := signPass(pubs, DefaultIssuer, s, t0, t0.Add(time.Minute)); err == nil {
+					t.Error("signing with a public-only set: got a token, want an error")
+				}
+			}
+		})
+	}
+}
+
+func TestNewEd25519KeySet(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	ks, err := NewEd25519KeySet(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := signPass(ks, "me", testSession(), t0, t0.Add(time.Minute))
+	if _, err := Verify(ks, "me", "default", tok, t0); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+	if _, err := NewEd25519KeySet(); err == nil {
+		t.Error("NewEd25519KeySet(): got no error, want one")
+	}
+}
+
+func TestVerifyRefusesOtherSpellings(t *testing.T) {
+	ks, _ := NewKeySet(AlgEdDSA)
+	tok, _ := signPass(ks, DefaultIssuer, testSession(), t0, t0.Add(time.Minute))
+	// The last character of the signature carries two unused bits; setting
+	// them gives the same bytes in a non-canonical spelling.
+	last := tok[len(tok)-1]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, last)
+	variant := tok[:len(tok)-1] + string(alphabet[i^1])
+	if _, err := Verify(ks, "", "default", variant, t0); err == nil {
+		t.Errorf("Verify of a non-canonical spelling of a valid pass: got valid, want refused")
+	}
+}

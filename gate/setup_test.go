@@ -1,0 +1,152 @@
+package gate
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/web"
+)
+
+const adminToken = "gate-test-admin-token"
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// countingStore counts Heartbeat calls, to check activity batching.
+type countingStore struct {
+	waitroom.Store
+	beats atomic.Int64
+}
+
+func (c *countingStore) Heartbeat(ctx context.Context, room, id string, now time.Time) (waitroom.Session, error) {
+	c.beats.Add(1)
+	return c.Store.Heartbeat(ctx, room, id, now)
+}
+
+// env is a store, a gate and (when started) a waitroom server with the
+// real API, the real waiting pages and the gate's endpoints.
+type env struct {
+	t     testing.TB
+	mem   *memstore.Store
+	store *countingStore
+	clock waitroom.Clock
+	keys  *KeySet
+	gate  *Gate
+	srv   *httptest.Server
+}
+
+type envConfig struct {
+	room    waitroom.RoomConfig
+	clock   waitroom.Clock
+	gateCfg func(*Config)
+	// proxy, when set, is mounted at "/" of the waitroom server (the
+	// reverse-proxy mode); otherwise "/" is the API.
+	proxy *ProxyConfig
+}
+
+func loopback() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+}
+
+func newEnv(t testing.TB, ec envConfig) *env {
+	t.Helper()
+	if ec.clock == nil {
+		ec.clock = waitroom.NewManualClock(t0)
+	}
+	mem := memstore.New()
+	e := &env{t: t, mem: mem, store: &countingStore{Store: mem}, clock: ec.clock}
+	ks, err := NewKeySet(AlgEdDSA)
+	if err != nil {
+		t.Fatalf("NewKeySet: %v", err)
+	}
+	e.keys = ks
+	if ec.room.Mode == "" {
+		ec.room = waitroom.DefaultConfig()
+	}
+	if _, _, err := mem.PutRoom(context.Background(), waitroom.DefaultRoom, ec.room, ec.clock.Now()); err != nil {
+		t.Fatalf("PutRoom: %v", err)
+	}
+	cfg := Config{Store: e.store, Keys: ks, Clock: ec.clock, TrustedProxies: loopback(), ActivityInterval: time.Second}
+	if ec.gateCfg != nil {
+		ec.gateCfg(&cfg)
+	}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	e.gate = g
+	t.Cleanup(func() {
+		if e.srv != nil {
+			e.srv.Close()
+		}
+		_ = g.Close()
+		_ = mem.Close()
+	})
+	return e
+}
+
+// serve starts the waitroom server: API, pages, gate endpoints and, with
+// a proxy config, the reverse proxy at "/" as `waitroom serve --upstream`
+// would mount it.
+func (e *env) serve(proxy *ProxyConfig) *httptest.Server {
+	e.t.Helper()
+	api := httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Fill: e.gate.Fill})
+	webCfg := web.Config{Store: e.store, Clock: e.clock}
+	pages, err := web.New(webCfg)
+	if err != nil {
+		e.t.Fatalf("web.New: %v", err)
+	}
+	mux := http.NewServeMux()
+	if proxy == nil {
+		mux.Handle("/", api)
+	}
+	for _, p := range web.Prefixes(webCfg) {
+		mux.Handle(p, pages)
+	}
+	mux.Handle(Prefix, e.gate.Handler())
+	mux.Handle(JWKSPath, e.gate.Handler())
+	if proxy != nil {
+		h, err := e.gate.Proxy(*proxy)
+		if err != nil {
+			e.t.Fatalf("Proxy: %v", err)
+		}
+		mux.Handle("/v1/", api)
+		mux.Handle("/healthz", api)
+		mux.Handle("/", h)
+	}
+	e.srv = httptest.NewServer(mux)
+	return e.srv
+}
+
+// join makes a session in the default room.
+func (e *env) join() waitroom.Session {
+	e.t.Helper()
+	s, err := e.store.Join(context.Background(), waitroom.DefaultRoom, "", e.clock.Now())
+	if err != nil {
+		e.t.Fatalf("Join: %v", err)
+	}
+	return s
+}
+
+// pass returns a pass for an active session.
+func (e *env) pass(s waitroom.Session) string {
+	e.t.Helper()
+	if s.Status != waitroom.StatusActive {
+		e.t.Fatalf("session is %s, want active", s.Status)
+	}
+	e.gate.Fill(&s, e.clock.Now())
+	if s.Pass == "" {
+		e.t.Fatal("Fill left the pass empty for an active session")
+	}
+	return s.Pass
+}
+
+// noRedirect is a client that does not follow redirects.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
