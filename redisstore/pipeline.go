@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -28,7 +29,15 @@ const (
 	// pipelineTimeout bounds a pipeline whose callers have all gone away
 	// (it runs on no caller's context, as it serves many).
 	pipelineTimeout = 30 * time.Second
+	// maxQueueWait is the longest a call waits for a pipeline before it
+	// fails unsent. When Redis hangs, every pipeline in flight takes its
+	// full timeout; without this bound, calls queued behind them would
+	// wait for round after round of timeouts before their own.
+	maxQueueWait = 3 * time.Second
 )
+
+// errQueueWait fails a call that waited too long to be sent.
+var errQueueWait = errors.New("redisstore: Redis is not answering; the call was not sent")
 
 // scriptCall is one script run waiting for its pipeline.
 type scriptCall struct {
@@ -38,6 +47,8 @@ type scriptCall struct {
 	// alone keeps a join from being merged again, after its batch could
 	// not take it.
 	alone bool
+	// queued is when the call was queued; see maxQueueWait.
+	queued time.Time
 
 	v    []any
 	err  error
@@ -57,7 +68,7 @@ type pipeliner struct {
 // do runs the script with keys and args, in a pipeline with whatever else
 // is queued, and returns its reply.
 func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, error) {
-	c := &scriptCall{keys: keys, args: args, ctx: ctx, done: make(chan struct{})}
+	c := &scriptCall{keys: keys, args: args, ctx: ctx, done: make(chan struct{}), queued: time.Now()}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	lead := p.running < max(1, p.inFlight)
@@ -115,10 +126,16 @@ func (p *pipeliner) runOnce() {
 	p.queue = p.queue[:rest]
 	p.mu.Unlock()
 
-	// Calls whose caller has given up are not sent at all.
+	// Calls whose caller has given up, or that waited too long for Redis,
+	// are not sent at all.
 	live := batch[:0:0]
+	now := time.Now()
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
+		err := c.ctx.Err()
+		if err == nil && now.Sub(c.queued) > maxQueueWait {
+			err = errQueueWait
+		}
+		if err != nil {
 			c.err = err
 			close(c.done)
 			continue

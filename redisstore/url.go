@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,6 +25,14 @@ import (
 // and user:password are the data nodes' credentials (the sentinels' go in
 // the options sentinel_username and sentinel_password). Options are
 // go-redis' URL options (dial_timeout, pool_size, …).
+//
+// Unless the URL says otherwise, each call is bounded: read_timeout and
+// write_timeout 1.5s, max_retries 1, so that a Redis that hangs (a frozen
+// host, a network dropping packets) makes calls fail with unavailable in
+// about 3 seconds instead of go-redis' default of about 10; the outage
+// policy (fail closed or open) then takes over. A script that runs longer
+// than the read timeout (a forced DeleteRoom of a huge room) still
+// completes in Redis, though its caller is told it failed.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	client, err := newClient(rawURL)
 	if err != nil {
@@ -44,27 +53,51 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 	if !ok {
 		return nil, fmt.Errorf("redisstore: %q is not a redis:// URL", redact(rawURL))
 	}
+	_, rawQuery, _ := strings.Cut(rest, "?")
+	query, _ := url.ParseQuery(rawQuery) // a bad query fails in the parsers below
 	switch scheme {
 	case "redis", "rediss":
 		o, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
+		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, err
 		}
+		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
 		return redis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":
 		o, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
 		if err != nil {
 			return nil, err
 		}
+		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
+}
+
+// Per-call bounds Open sets unless the URL gives its own; see Open.
+const (
+	callTimeout = 1500 * time.Millisecond
+	callRetries = 1
+)
+
+// bound applies the per-call bounds that query does not set.
+func bound(query url.Values, read, write *time.Duration, retries *int) {
+	if !query.Has("read_timeout") {
+		*read = callTimeout
+	}
+	if !query.Has("write_timeout") {
+		*write = callTimeout
+	}
+	if !query.Has("max_retries") {
+		*retries = callRetries
+	}
 }
 
 // splitHosts splits "[userinfo@]h1,h2[/path][?query]" into its parts.

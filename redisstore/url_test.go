@@ -86,3 +86,38 @@ func TestNewClientKinds(t *testing.T) {
 		t.Errorf("redact = %q, want the password hidden", got)
 	}
 }
+
+// Open bounds each call (so a frozen Redis fails calls in seconds), unless
+// the URL sets its own bounds.
+func TestNewClientBoundsCalls(t *testing.T) {
+	for _, tc := range []struct {
+		url         string
+		read, write time.Duration
+		retries     int
+	}{
+		{"redis://h:1/0", callTimeout, callTimeout, callRetries},
+		{"redis://h:1/0?read_timeout=5s&max_retries=3", 5 * time.Second, callTimeout, 3},
+		{"redis+cluster://a:1,b:2?write_timeout=4s", callTimeout, 4 * time.Second, callRetries},
+		{"redis+sentinel://a:1/m", callTimeout, callTimeout, callRetries},
+	} {
+		c, err := newClient(tc.url)
+		if err != nil {
+			t.Fatalf("newClient(%q): %v", tc.url, err)
+		}
+		var read, write time.Duration
+		var retries int
+		switch c := c.(type) {
+		case *redis.Client:
+			o := c.Options()
+			read, write, retries = o.ReadTimeout, o.WriteTimeout, o.MaxRetries
+		case *redis.ClusterClient:
+			o := c.Options()
+			read, write, retries = o.ReadTimeout, o.WriteTimeout, o.MaxRetries
+		}
+		_ = c.Close()
+		if read != tc.read || write != tc.write || retries != tc.retries {
+			t.Errorf("newClient(%q): read %s write %s retries %d; want %s %s %d",
+				tc.url, read, write, retries, tc.read, tc.write, tc.retries)
+		}
+	}
+}

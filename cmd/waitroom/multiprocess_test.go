@@ -26,8 +26,8 @@ func TestThreeProcessesOneRedis(t *testing.T) {
 	var procs []*process
 	var urls []string
 	for i := range 3 {
-		p := startProcess(t, bin, filepath.Join(t.TempDir(), "data"+strconv.Itoa(i)),
-			"--store", "redis://"+addr+"/0", "--admin-token", token)
+		args := append([]string{"--store", "redis://" + addr + "/0", "--admin-token", token}, noJoinLimitFlags(bin)...)
+		p := startProcess(t, bin, filepath.Join(t.TempDir(), "data"+strconv.Itoa(i)), args...)
 		procs = append(procs, p)
 		urls = append(urls, p.url)
 	}
@@ -43,10 +43,13 @@ func TestThreeProcessesOneRedis(t *testing.T) {
 		time.Sleep(5 * time.Second) // mid-run
 		procs[1].cmd.Process.Kill()
 	}()
+	// 2,000 arrivals at 500/s take 4 s, but arrivals pause during each
+	// position check's freeze, and on a loaded CI machine the freezes are
+	// long: 18 s leaves room for every arrival to start.
 	rep, err := crowd.Play(context.Background(), crowd.Config{
 		Targets: urls, Room: "shared", Users: 2000, Rate: 500,
 		Hold: 400 * time.Millisecond, Quit: 0.01, Seed: 7,
-	}, crowd.Options{Duration: 14 * time.Second, CheckEvery: 4 * time.Second, AdminToken: token})
+	}, crowd.Options{Duration: 18 * time.Second, CheckEvery: 4 * time.Second, AdminToken: token})
 	<-killed
 	if err != nil {
 		t.Fatal(err)
