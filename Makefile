@@ -3,7 +3,7 @@
 #   make build   build bin/waitroom
 #   make run     build and run `waitroom serve` (pass flags with ARGS="--addr :9090")
 #   make test    install missing tools (as root on Debian), go vet, go test -race
-#   make bench   run the benchmarks
+#   make bench   run `waitroom bench` (the table in docs/BENCHMARKS.md) and the Go benchmarks
 #   make fuzz    run every fuzz target for FUZZTIME (default 10s) each
 #   make fmt     format the code
 
@@ -31,7 +31,16 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
+# bench runs the whole suite: first `waitroom bench`, the table of
+# docs/BENCHMARKS.md (engine, durable store, HTTP and Redis rows, each next to
+# its baseline, measured in the same run; about three minutes on two cores; it
+# starts redis-server itself when that is on PATH and reports the Redis rows
+# as skipped otherwise), then every package's Go benchmarks (go test -bench .
+# at the default 1s per benchmark; about 2.5 minutes more). BENCH_ARGS go to
+# `waitroom bench`, e.g. BENCH_ARGS="--json bench.json" or BENCH_ARGS="--quick".
+BENCH_ARGS ?=
 bench:
+	$(GO) run ./cmd/waitroom bench $(BENCH_ARGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # fuzz finds the packages whose tests define fuzz targets, asks go test for

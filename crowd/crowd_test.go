@@ -52,12 +52,26 @@ func TestCrowdAgainstServer(t *testing.T) {
 	if _, _, err := store.PutRoom(context.Background(), "crowd", cfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	var progress []Progress // OnProgress runs on Play's own goroutine
 	rep, err := Play(context.Background(), Config{
 		Targets: []string{srv.URL}, Room: "crowd", Users: 150, Rate: 150,
 		Hold: 100 * time.Millisecond, Quit: 0.05, Seed: 1,
-	}, Options{Duration: 4 * time.Second, CheckEvery: 1500 * time.Millisecond, AdminToken: token})
+	}, Options{Duration: 4 * time.Second, CheckEvery: 1500 * time.Millisecond, AdminToken: token,
+		OnProgress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(progress) == 0 {
+		t.Error("OnProgress was never called, want once a second")
+	} else if last := progress[len(progress)-1]; last.Users != 150 || last.Joined == 0 || last.Admitted == 0 || last.Capacity != 5 {
+		t.Errorf("last progress %+v: want 150 users, some joined and admitted, capacity 5", last)
+	}
+	sum := 0
+	for _, n := range rep.Admissions {
+		sum += n
+	}
+	if sum != rep.Admitted {
+		t.Errorf("admissions per second add up to %d, want the %d admitted", sum, rep.Admitted)
 	}
 	t.Logf("joined %d admitted %d left %d; join p50 %.1fms p99 %.1fms; admission delivery p99 %.0fms; checks %+v; errors %v",
 		rep.Joined, rep.Admitted, rep.Left, rep.JoinMillis.P50, rep.JoinMillis.P99, rep.AdmitDelayMillis.P99, rep.Checks, rep.Errors)

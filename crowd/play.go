@@ -36,38 +36,56 @@ type Options struct {
 	Sample time.Duration
 	// Progress, when set, gets one line a second.
 	Progress io.Writer
+	// OnProgress, when set, is called once a second with the run's
+	// progress (for progress bars); it must return quickly.
+	OnProgress func(Progress)
 	// Client is used for the coordinator's own requests.
 	Client *http.Client
 }
 
+// Progress is how far a run has got: what the workers reported (joined,
+// admitted) and the room's latest sampled status (waiting, active).
+type Progress struct {
+	Elapsed  time.Duration
+	Users    int // how many people arrive in all
+	Joined   int
+	Admitted int // people who have seen their own admission
+	Waiting  int
+	Active   int
+	Capacity int
+}
+
 // Report is what a run measured.
 type Report struct {
-	Config           Config       `json:"config"`
-	Started          time.Time    `json:"started"`
-	Seconds          float64      `json:"seconds"`
-	Users            int          `json:"users"`
-	Joined           int          `json:"joined"`
-	JoinErrors       int          `json:"join_errors"`
-	Admitted         int          `json:"admitted"`
-	Left             int          `json:"left"`
-	Abandoned        int          `json:"abandoned"`
-	Lost             int          `json:"lost"`
-	Reconnects       int          `json:"reconnects"`
-	Updates          int          `json:"updates_received"`
-	DuplicateTickets int          `json:"duplicate_tickets"`
-	PositionUps      int          `json:"position_increases"`
-	JoinMillis       Percentiles  `json:"join_ms"`
-	AdmitDelayMillis Percentiles  `json:"admission_delivery_ms"`
-	Inversions       int64        `json:"fifo_inversions"`
-	KendallTau       float64      `json:"kendall_tau_distance"`
-	ETAErrorSeconds  Percentiles  `json:"eta_abs_error_s"`
-	ETASamples       int          `json:"eta_samples"`
-	Capacity         int          `json:"capacity"`
-	MaxActive        int          `json:"max_active"`
-	Checks           []Check      `json:"position_checks"`
-	Series           []Sample     `json:"series"`
-	Errors           []string     `json:"errors,omitempty"`
-	UsersDetail      []UserResult `json:"people"`
+	Config           Config      `json:"config"`
+	Started          time.Time   `json:"started"`
+	Seconds          float64     `json:"seconds"`
+	Users            int         `json:"users"`
+	Joined           int         `json:"joined"`
+	JoinErrors       int         `json:"join_errors"`
+	Admitted         int         `json:"admitted"`
+	Left             int         `json:"left"`
+	Abandoned        int         `json:"abandoned"`
+	Lost             int         `json:"lost"`
+	Reconnects       int         `json:"reconnects"`
+	Updates          int         `json:"updates_received"`
+	DuplicateTickets int         `json:"duplicate_tickets"`
+	PositionUps      int         `json:"position_increases"`
+	JoinMillis       Percentiles `json:"join_ms"`
+	AdmitDelayMillis Percentiles `json:"admission_delivery_ms"`
+	Inversions       int64       `json:"fifo_inversions"`
+	KendallTau       float64     `json:"kendall_tau_distance"`
+	ETAErrorSeconds  Percentiles `json:"eta_abs_error_s"`
+	ETASamples       int         `json:"eta_samples"`
+	Capacity         int         `json:"capacity"`
+	MaxActive        int         `json:"max_active"`
+	Checks           []Check     `json:"position_checks"`
+	Series           []Sample    `json:"series"`
+	// Admissions counts admissions (the server's admitted_at) in each
+	// second of the run: element i is second i after Started.
+	Admissions  []int        `json:"admissions_per_second"`
+	Errors      []string     `json:"errors,omitempty"`
+	UsersDetail []UserResult `json:"people"`
 }
 
 // Check is one freeze-and-compare of every user's latest position.
@@ -107,11 +125,19 @@ func percentiles(v []float64) Percentiles {
 
 // worker is the coordinator's end of one worker.
 type worker struct {
-	stdin io.WriteCloser
-	lines chan line
-	wait  func() error
-	mu    sync.Mutex
-	count int // users joined so far
+	stdin    io.WriteCloser
+	lines    chan line
+	wait     func() error
+	mu       sync.Mutex
+	count    int // users joined so far
+	admitted int // users admitted so far
+}
+
+// progress records a worker's progress line.
+func (w *worker) progress(l line) {
+	w.mu.Lock()
+	w.count, w.admitted = l.Count, l.Admit
+	w.mu.Unlock()
 }
 
 func (w *worker) send(cmd string) error {
@@ -130,9 +156,7 @@ func (w *worker) expect(ctx context.Context, kind string) (line, error) {
 				return line{}, fmt.Errorf("worker ended before %q", kind)
 			}
 			if l.Kind == "progress" {
-				w.mu.Lock()
-				w.count = l.Count
-				w.mu.Unlock()
+				w.progress(l)
 				continue
 			}
 			if l.Kind == kind {
@@ -208,6 +232,15 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		}
 		return t
 	}
+	admitted := func() int {
+		t := 0
+		for _, w := range workers {
+			w.mu.Lock()
+			t += w.admitted
+			w.mu.Unlock()
+		}
+		return t
+	}
 	// Progress lines arrive on each worker's channel between commands:
 	// drain them in the background while nothing else reads.
 	var readers sync.Mutex
@@ -219,9 +252,7 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 				select {
 				case l, ok := <-w.lines:
 					if ok && l.Kind == "progress" {
-						w.mu.Lock()
-						w.count = l.Count
-						w.mu.Unlock()
+						w.progress(l)
 						continue
 					}
 				default:
@@ -276,14 +307,22 @@ loop:
 			break loop
 		case <-tick.C:
 			drain()
+			seriesMu.Lock()
+			var last Sample
+			if len(rep.Series) > 0 {
+				last = rep.Series[len(rep.Series)-1]
+			}
+			capacity := rep.Capacity
+			seriesMu.Unlock()
+			p := Progress{
+				Elapsed: time.Since(rep.Started), Users: cfg.Users, Joined: joined(), Admitted: admitted(),
+				Waiting: last.Waiting, Active: last.Active, Capacity: capacity,
+			}
 			if opt.Progress != nil {
-				seriesMu.Lock()
-				var last Sample
-				if len(rep.Series) > 0 {
-					last = rep.Series[len(rep.Series)-1]
-				}
-				seriesMu.Unlock()
-				fmt.Fprintf(opt.Progress, "%5.0fs joined %d/%d waiting %d active %d\n", time.Since(rep.Started).Seconds(), joined(), cfg.Users, last.Waiting, last.Active)
+				fmt.Fprintf(opt.Progress, "%5.0fs joined %d/%d waiting %d active %d admitted %d\n", p.Elapsed.Seconds(), p.Joined, cfg.Users, p.Waiting, p.Active, p.Admitted)
+			}
+			if opt.OnProgress != nil {
+				opt.OnProgress(p)
 			}
 		case <-checkC:
 			readers.Lock()
@@ -526,7 +565,10 @@ func summarise(rep *Report) {
 				etaErr = append(etaErr, max(d, -d))
 			}
 		}
-		if u.Left {
+		// A leave's answer can be cut off when the person's own stream
+		// reports the end first (that ends the person's requests); the
+		// status the stream saw still says the person left.
+		if u.Left || (u.Final == string(waitroom.StatusLeft) && !u.Abandoned) {
 			rep.Left++
 		}
 		if u.Abandoned {
@@ -561,6 +603,11 @@ func summarise(rep *Report) {
 		seq[i] = a.ticket
 	}
 	rep.Inversions = inversions(seq)
+	at := make([]int64, len(admitted))
+	for i, a := range admitted {
+		at[i] = a.at
+	}
+	rep.Admissions = perSecond(rep.Started, rep.Seconds, at)
 	if n := int64(len(seq)); n > 1 {
 		rep.KendallTau = float64(rep.Inversions) / float64(n*(n-1)/2)
 	}

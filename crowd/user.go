@@ -91,13 +91,16 @@ type user struct {
 	rng    *rand.Rand
 	frozen *atomic.Bool
 	joined *atomic.Int64
-	busy   *atomic.Int64 // requests of this worker's users in flight
-	mu     sync.Mutex    // guards res and sess
-	res    UserResult
-	sess   waitroom.Session
-	lastID string
-	cancel context.CancelFunc
-	ending atomic.Bool
+	// admitted counts this worker's users who have seen their admission,
+	// for progress reports.
+	admitted *atomic.Int64
+	busy     *atomic.Int64 // requests of this worker's users in flight
+	mu       sync.Mutex    // guards res and sess
+	res      UserResult
+	sess     waitroom.Session
+	lastID   string
+	cancel   context.CancelFunc
+	ending   atomic.Bool
 }
 
 // clients builds one HTTP client per source address (or one without).
@@ -264,6 +267,9 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	if admitted {
 		u.res.AdmittedAt = s.AdmittedAt.UnixMilli()
 		u.res.AdmitSeenAt = now
+		if u.admitted != nil {
+			u.admitted.Add(1)
+		}
 	}
 	ended := s.Status.Final()
 	u.mu.Unlock()

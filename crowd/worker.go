@@ -28,6 +28,7 @@ type line struct {
 	Snap  [][3]int64  `json:"s,omitempty"` // ticket, position, status code
 	User  *UserResult `json:"user,omitempty"`
 	Count int         `json:"n,omitempty"` // joined so far (progress)
+	Admit int         `json:"a,omitempty"` // admitted so far (progress)
 }
 
 // Status codes in snapshots.
@@ -53,12 +54,12 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	var frozen atomic.Bool
 	cls := clients(cfg.Sources)
 	users := make([]*user, count)
-	var joined, busy atomic.Int64
+	var joined, admitted, busy atomic.Int64
 	for i := range users {
 		n := first + i
 		users[i] = &user{
 			cfg: &cfg, n: n, client: cls[n%len(cls)], target: n,
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, busy: &busy,
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, admitted: &admitted, busy: &busy,
 		}
 	}
 	go func() {
@@ -94,7 +95,7 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				write(line{Kind: "progress", Count: int(joined.Load())})
+				write(line{Kind: "progress", Count: int(joined.Load()), Admit: int(admitted.Load())})
 			}
 		}
 	}()

@@ -9,11 +9,15 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/cwriter"
+	"github.com/vbauerster/mpb/v8/decor"
 	"github.com/waitroom/waitroom/crowd"
 )
 
@@ -43,6 +47,7 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	check := fs.Duration("check-every", 0, "freeze the crowd and check every person's latest position this often (needs the admin token); a final check always runs when the token is given")
 	token := fs.String("admin-token", getenv("WAITROOM_ADMIN_TOKEN"), "admin `token` (env WAITROOM_ADMIN_TOKEN) for position checks")
 	jsonOut := fs.String("json", "", "write the full result to this `file` as JSON")
+	chartOut := fs.String("chart", "", "write an SVG chart of waiting, active and admissions per second to this `file`; default: the --json file with .svg for .json, none without --json; \"none\" for no chart")
 	seed := fs.Uint64("seed", 1, "random `seed`")
 	asWorker := fs.Bool("worker", false, "run as a worker process (internal)")
 	first := fs.Int("first", 0, "first user of this worker (internal)")
@@ -107,7 +112,17 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 			return in, out, cmd.Wait, nil
 		},
 	}
+	chart := chartPath(*chartOut, *jsonOut)
+	var bars *loadBars
+	if isTerminal(stderr, getenv) {
+		// Bars redraw in place; the per-second lines would scroll them away.
+		bars = newLoadBars(ctx, stderr, *users)
+		opt.Progress, opt.OnProgress = nil, bars.update
+	}
 	rep, err := crowd.Play(ctx, cfg, opt)
+	if bars != nil {
+		bars.finish()
+	}
 	if err != nil {
 		return err
 	}
@@ -118,7 +133,105 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 			return fmt.Errorf("write %s: %w", *jsonOut, err)
 		}
 	}
+	if chart != "" {
+		if err := writeChart(chart, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "chart written to %s\n", chart)
+	}
 	return nil
+}
+
+// chartPath is where the chart goes: the --chart flag, or next to the JSON
+// result (its name with .svg for .json), or nowhere.
+func chartPath(flagValue, jsonOut string) string {
+	switch {
+	case flagValue == "none":
+		return ""
+	case flagValue != "":
+		return flagValue
+	case jsonOut == "":
+		return ""
+	}
+	return strings.TrimSuffix(jsonOut, filepath.Ext(jsonOut)) + ".svg"
+}
+
+// writeChart writes the run's SVG chart to path.
+func writeChart(path string, rep *crowd.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write chart: %w", err)
+	}
+	if err := crowd.WriteChart(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("write chart %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write chart %s: %w", path, err)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal that can redraw progress bars:
+// a terminal with a width (a pseudo-terminal nobody sized has none, and
+// bars would draw nothing), and TERM is not "dumb".
+func isTerminal(w io.Writer, getenv func(string) string) bool {
+	if _, ok := w.(*os.File); !ok || getenv("TERM") == "dumb" {
+		return false
+	}
+	cw := cwriter.New(w)
+	if !cw.IsTerminal() {
+		return false
+	}
+	width, _, err := cw.GetTermSize()
+	return err == nil && width > 0
+}
+
+// loadBars shows a run's progress as four bars: people joined, waiting and
+// admitted (out of all the people), and active (out of the capacity).
+type loadBars struct {
+	p                                 *mpb.Progress
+	joined, waiting, active, admitted *mpb.Bar
+}
+
+func newLoadBars(ctx context.Context, w io.Writer, users int) *loadBars {
+	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(48), mpb.WithRefreshRate(250*time.Millisecond))
+	bar := func(name string, total int) *mpb.Bar {
+		// Made with total 0, a bar never completes by itself: waiting and
+		// active go down as well as up, and active sits at the capacity.
+		// Its total can then be set, and changed when the capacity is known.
+		b := p.New(0, mpb.BarStyle(),
+			mpb.PrependDecorators(decor.Name(name, decor.WC{W: 10, C: decor.DindentRight}), decor.CountersNoUnit("%d / %d", decor.WC{W: 16})),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
+		b.SetTotal(int64(total), false)
+		return b
+	}
+	return &loadBars{
+		p:        p,
+		joined:   bar("joined", users),
+		waiting:  bar("waiting", users),
+		active:   bar("active", 1),
+		admitted: bar("admitted", users),
+	}
+}
+
+// update moves the bars to the run's latest progress.
+func (b *loadBars) update(pr crowd.Progress) {
+	if pr.Capacity > 0 {
+		b.active.SetTotal(int64(pr.Capacity), false)
+	}
+	b.joined.SetCurrent(int64(pr.Joined))
+	b.waiting.SetCurrent(int64(pr.Waiting))
+	b.active.SetCurrent(int64(pr.Active))
+	b.admitted.SetCurrent(int64(pr.Admitted))
+}
+
+// finish stops the bars where they are and waits for the last redraw.
+func (b *loadBars) finish() {
+	for _, bar := range []*mpb.Bar{b.joined, b.waiting, b.active, b.admitted} {
+		bar.Abort(false)
+	}
+	b.p.Wait()
 }
 
 // printReport writes the run's figures as a table.

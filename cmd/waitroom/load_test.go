@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +22,8 @@ import (
 func TestLoadCommand(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	p := startProcess(t, bin, filepath.Join(dir, "data"))
+	// A crowd is many people from a few addresses: no per-address limit.
+	p := startProcess(t, bin, filepath.Join(dir, "data"), "--join-limit", "0")
 	token, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +58,7 @@ func TestLoadCommand(t *testing.T) {
 		t.Errorf("tau %.4f, max active %d of 10, lost %d, duplicates %d, positions up %d: want 0, ≤10, 0, 0, 0",
 			rep.KendallTau, rep.MaxActive, rep.Lost, rep.DuplicateTickets, rep.PositionUps)
 	}
+	checkChart(t, filepath.Join(dir, "load.svg"))
 	if len(rep.Checks) == 0 {
 		t.Fatalf("no position checks ran: %v", rep.Errors)
 	}
@@ -67,6 +72,52 @@ func TestLoadCommand(t *testing.T) {
 			if u.Errors > 0 || u.Reconnects > 0 || (strings.Contains(rep.Checks[len(rep.Checks)-1].FirstDiff, "ticket "+strconv.FormatInt(u.Ticket, 10)+":")) {
 				t.Logf("person %+v", u)
 			}
+		}
+	}
+}
+
+// checkChart checks that the chart `waitroom load` wrote next to its JSON
+// result is well-formed XML with an svg root and the waiting and active
+// lines.
+func checkChart(t *testing.T, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("chart: %v", err)
+		return
+	}
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	root, lines := "", 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Errorf("chart %s is not well-formed XML: %v", path, err)
+			return
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			if se.Name.Local == "polyline" {
+				lines++
+			}
+		}
+	}
+	if root != "svg" || lines != 2 {
+		t.Errorf("chart %s: root element %q with %d lines, want svg with 2 (waiting, active)", path, root, lines)
+	}
+}
+
+func TestChartPath(t *testing.T) {
+	for _, c := range []struct{ flag, json, want string }{
+		{"", "", ""}, {"", "out/run.json", "out/run.svg"}, {"", "run", "run.svg"},
+		{"c.svg", "run.json", "c.svg"}, {"c.svg", "", "c.svg"}, {"none", "run.json", ""},
+	} {
+		if got := chartPath(c.flag, c.json); got != c.want {
+			t.Errorf("chartPath(%q, %q) = %q, want %q", c.flag, c.json, got, c.want)
 		}
 	}
 }

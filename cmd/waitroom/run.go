@@ -18,6 +18,7 @@ Commands:
 
 	serve      run the HTTP server
 	load       play a crowd against running servers and report what it saw
+	bench      measure waitroom next to the alternatives and print one table
 	version    print the version, the Go version and the VCS revision
 	help       print this help
 
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, rest, getenv, stdout, stderr)
 	case "load":
 		return loadCommand(ctx, rest, getenv, stdout, stderr)
+	case "bench":
+		return benchCommand(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

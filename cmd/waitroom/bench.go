@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/waitroom/waitroom/bench"
+)
+
+// benchCommand is `waitroom bench`: it measures waitroom next to what one
+// would pick instead, in one run, and prints one table.
+func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "a short run (under two minutes on two cores)")
+	redisURL := fs.String("redis", "", "measure on this Redis (`URL` redis://… or host:port); default: start redis-server from PATH on a free port")
+	jsonOut := fs.String("json", "", "also write the table to this `file` as JSON")
+	sizes := fs.String("sizes", "", "comma-separated line `lengths` for the engine rows (default 10000,100000,1000000)")
+	perSide := fs.Duration("time", 0, "how long each side of a row is measured (default 3s, 600ms with --quick)")
+	rounds := fs.Int("rounds", 3, "how many times subject and baseline `alternate` in a row")
+	only := fs.String("only", "", "comma-separated `groups` of rows to run: engine, durable, http, redis (default all)")
+	callers := fs.String("callers", "", "comma-separated concurrent `callers` for the Redis rows; the first also for the durable and HTTP rows (default 64,256)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	opt := bench.Options{Quick: *quick, RedisURL: *redisURL, Time: *perSide, Rounds: *rounds, Progress: stderr}
+	var err error
+	if opt.Sizes, err = intList(*sizes); err != nil {
+		return badUsage(fs, "--sizes: %v", err)
+	}
+	if opt.Callers, err = intList(*callers); err != nil {
+		return badUsage(fs, "--callers: %v", err)
+	}
+	for _, g := range strings.Split(*only, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if !slices.Contains(bench.Groups, g) {
+			return badUsage(fs, "--only: no group of rows %q (there are %s)", g, strings.Join(bench.Groups, ", "))
+		}
+		opt.Only = append(opt.Only, g)
+	}
+	if *rounds < 1 {
+		return badUsage(fs, "--rounds must be at least 1")
+	}
+	if opt.RedisURL == "" {
+		opt.RedisServer = lookPath("redis-server", getenv("PATH"))
+	}
+	t, err := bench.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if err := bench.Render(stdout, t); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(t, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
+	return nil
+}
+
+// intList parses "1,2,3" (empty: nil); every number must be positive.
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive whole number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// lookPath finds an executable named name in the folders of path (a PATH
+// value), or returns "". It reads the PATH it is given rather than the
+// process's, so a test can hide a program.
+func lookPath(name, path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
