@@ -214,8 +214,35 @@ func appendTime(b []byte, prefix string, t time.Time) []byte {
 		return b
 	}
 	b = append(b, prefix...)
-	b = t.UTC().AppendFormat(b, TimeFormat)
-	return append(b, '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = t.AppendFormat(b, TimeFormat)
+		return append(b, '"')
+	}
+	// TimeFormat written out by hand: AppendFormat interprets its layout
+	// on every call, and every Session carries up to three times.
+	hour, minute, second := t.Clock()
+	b = append4(b, year)
+	b = append(b, '-')
+	b = append2(b, int(month))
+	b = append(b, '-')
+	b = append2(b, day)
+	b = append(b, 'T')
+	b = append2(b, hour)
+	b = append(b, ':')
+	b = append2(b, minute)
+	b = append(b, ':')
+	b = append2(b, second)
+	ms := t.Nanosecond() / 1e6
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+	return b
+}
+
+func append2(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+
+func append4(b []byte, n int) []byte {
+	return append(b, byte('0'+n/1000), byte('0'+n/100%10), byte('0'+n/10%10), byte('0'+n%10))
 }
 
 // sessionJSON is the wire form used for decoding.

@@ -281,3 +281,25 @@ func TestSessionJSONPassOnlyWhileActive(t *testing.T) {
 		}
 	}
 }
+
+// The hand-written time encoding must be exactly TimeFormat's.
+func TestSessionJSONTimesMatchTimeFormat(t *testing.T) {
+	for _, ts := range []time.Time{
+		time.Date(2026, 11, 21, 9, 5, 3, 7_000_000, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2030, 6, 1, 12, 0, 0, 999_500_000, time.FixedZone("x", -7*3600)),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(1_800_000_000, 123_456_789),
+	} {
+		s := waitroom.Session{ID: "x", Room: "r", Status: waitroom.StatusWaiting, JoinedAt: ts}
+		var m map[string]any
+		if err := json.Unmarshal(s.AppendJSON(nil), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m["joined_at"], ts.UTC().Format(waitroom.TimeFormat); got != want {
+			t.Errorf("joined_at of %v = %v, want %q", ts, got, want)
+		}
+	}
+}

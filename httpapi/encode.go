@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/waitroom/waitroom"
 )
@@ -13,8 +14,8 @@ const contentTypeJSON = "application/json; charset=utf-8"
 // writeBody writes a JSON answer that is already encoded.
 func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
-	h.Set("Content-Type", contentTypeJSON)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = hdrJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	// A failed write means the client went away; there is no one to tell.
 	_, _ = w.Write(b)
@@ -33,9 +34,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // writeSession writes one Session object. It skips encoding/json, because
 // reading one's own session is the hottest path of the server.
 func writeSession(w http.ResponseWriter, status int, s waitroom.Session) {
-	b := s.AppendJSON(make([]byte, 0, 512))
-	writeBody(w, status, append(b, '\n'))
+	bp := sessionBuffers.Get().(*[]byte)
+	b := append(s.AppendJSON((*bp)[:0]), '\n')
+	writeBody(w, status, b)
+	// net/http has copied b by now, so the buffer serves the next answer.
+	if cap(b) <= 4096 {
+		*bp = b
+		sessionBuffers.Put(bp)
+	}
 }
+
+// sessionBuffers hold encoded Session objects on their way out.
+var sessionBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512)
+	return &b
+}}
 
 // noContent answers 204.
 func noContent(w http.ResponseWriter) {

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,8 +91,11 @@ type server struct {
 	joins   *limit.Joins
 	mux     *http.ServeMux
 	metrics http.Handler
-	// durations is the request duration histogram; see instrument.go.
+	// durations is the request duration histogram; observers caches its
+	// series (see instrument.go).
 	durations *prometheus.HistogramVec
+	obsMu     sync.Mutex
+	observers atomic.Pointer[map[obsKey]prometheus.Observer]
 }
 
 // NewHandler returns the handler of the whole API. It panics if cfg.Store is
@@ -142,7 +147,7 @@ func NewHandler(cfg Config) http.Handler {
 // methods with JSON errors, recovering from panics and recording metrics.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &responseWriter{ResponseWriter: w}
+	rw := &responseWriter{ResponseWriter: w, req: r}
 	defer func() {
 		v := recover()
 		if v == http.ErrAbortHandler {
@@ -154,71 +159,43 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("httpapi: panic serving request", "method", r.Method, "path", logPath(r.URL.Path),
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !rw.wroteHeader {
+				rw.stock, rw.req = 0, nil
 				s.writeError(rw, r, &waitroom.Error{Code: waitroom.CodeInternal, Message: "An internal error occurred."})
 			}
 		}
 		s.observe(rw, r, start)
 	}()
+	// Fixed values set straight into the map: Header.Set would check and
+	// canonicalize the keys on every request of the hottest paths.
 	h := rw.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
 
-	handler, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		s.unmatched(rw, r, handler)
-		return
-	}
 	// ServeMux sets r.Pattern and the path values on r itself, so observe
-	// sees the route afterwards.
+	// sees the route afterwards. A request no pattern matches gets the
+	// stock mux's 404 or 405, which responseWriter holds back (see stock)
+	// so that it is answered here as a JSON error instead.
 	s.mux.ServeHTTP(rw, r)
-}
-
-// unmatched answers a request no pattern matches. The stock mux would answer
-// 404 and 405 in plain text; its answer is captured to learn which (and the
-// Allow header), and replaced by a JSON error. Its other answers (redirects
-// to a cleaned path) pass through.
-func (s *server) unmatched(w http.ResponseWriter, r *http.Request, stock http.Handler) {
-	c := &capture{header: make(http.Header)}
-	stock.ServeHTTP(c, r)
-	switch c.code {
+	code := rw.stock
+	rw.stock, rw.req = 0, nil // what follows is this server's own answer
+	switch code {
+	case 0:
 	case http.StatusMethodNotAllowed:
-		allow := c.header.Get("Allow")
-		w.Header().Set("Allow", allow)
-		s.writeError(w, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed,
+		allow := h.Get("Allow")
+		s.writeError(rw, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed,
 			"Method %q is not allowed on this path; allowed: %s.", r.Method, allow))
-	case http.StatusNotFound, 0:
-		s.writeError(w, r, waitroom.Errorf(waitroom.CodeNotFound, "There is no such endpoint."))
 	default:
-		for k, v := range c.header {
-			if k != "Content-Type" {
-				w.Header()[k] = v
-			}
-		}
-		w.WriteHeader(c.code)
+		s.writeError(rw, r, waitroom.Errorf(waitroom.CodeNotFound, "There is no such endpoint."))
 	}
 }
 
-// capture is a minimal ResponseWriter that keeps the status and headers of
-// the stock mux's answer and drops its body.
-type capture struct {
-	header http.Header
-	code   int
-}
-
-func (c *capture) Header() http.Header { return c.header }
-
-func (c *capture) Write(b []byte) (int, error) {
-	if c.code == 0 {
-		c.code = http.StatusOK
-	}
-	return len(b), nil
-}
-
-func (c *capture) WriteHeader(code int) {
-	if c.code == 0 {
-		c.code = code
-	}
-}
+// Header values every answer shares. net/http never changes a value slice
+// it is given, and Add would copy one whose capacity is full.
+var (
+	hdrNoStore = []string{"no-store"}
+	hdrNoSniff = []string{"nosniff"}
+	hdrJSON    = []string{contentTypeJSON}
+)
 
 // complete fills in what the store does not know (estimate, pass) before x
 // is sent.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,8 +43,43 @@ func (s *server) observe(w *responseWriter, r *http.Request, start time.Time) {
 	if code == 0 {
 		code = http.StatusOK // net/http's answer when a handler writes nothing
 	}
-	s.durations.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(code)).
-		Observe(time.Since(start).Seconds())
+	s.observer(obsKey{route, methodLabel(r.Method), code}).Observe(time.Since(start).Seconds())
+}
+
+// obsKey names one series of the duration histogram.
+type obsKey struct {
+	route, method string
+	code          int
+}
+
+// observer returns the histogram series of k. Series are few (routes ×
+// methods × codes) and fixed after the first requests, so they are kept in
+// a map that is copied on the rare miss and read without a lock:
+// WithLabelValues would hash the labels, and format the code, per request.
+func (s *server) observer(k obsKey) prometheus.Observer {
+	if m := s.observers.Load(); m != nil {
+		if o, ok := (*m)[k]; ok {
+			return o
+		}
+	}
+	o := s.durations.WithLabelValues(k.route, k.method, strconv.Itoa(k.code))
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	old := s.observers.Load()
+	m := make(map[obsKey]prometheus.Observer, 1+lenOf(old))
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[k] = o
+	s.observers.Store(&m)
+	return o
+}
+
+func lenOf(m *map[obsKey]prometheus.Observer) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // methodLabel bounds the method label: arbitrary method tokens from clients
@@ -64,11 +100,22 @@ type responseWriter struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
+	// req is the request answered; stock is the 404 or 405 of the mux's
+	// own handler, held back for the server to answer in JSON. The mux
+	// calls its own handler only when no pattern matched, so r.Pattern is
+	// then still empty.
+	req   *http.Request
+	stock int
 }
 
 // WriteHeader records the final status; informational 1xx answers may come
 // before it and are not final.
 func (w *responseWriter) WriteHeader(code int) {
+	if !w.wroteHeader && w.req != nil && w.req.Pattern == "" &&
+		(code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		w.stock = code
+		return
+	}
 	if !w.wroteHeader && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
 		w.wroteHeader = true
@@ -78,6 +125,9 @@ func (w *responseWriter) WriteHeader(code int) {
 
 // Write implies a 200 if no status was written.
 func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.stock != 0 {
+		return len(b), nil // the stock answer's text body
+	}
 	if !w.wroteHeader {
 		w.status = http.StatusOK
 		w.wroteHeader = true
