@@ -13,6 +13,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -78,7 +79,10 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 		},
 		Transport:     cfg.Transport,
 		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		// Without a pool every response allocates a fresh 32 KiB copy
+		// buffer, which on a busy gate is most of its garbage.
+		BufferPool: &copyBuffers,
+		ErrorLog:   slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
 			g.command(resp.Request.Context(), resp.Header, resp.Request)
 			return nil
@@ -90,6 +94,21 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 	}
 	return g.enforce(cfg.Room, newBypass(cfg.Bypass), rp, false), nil
 }
+
+// copyBuffers are the reverse proxy's buffers for copying response bodies.
+var copyBuffers bufferPool
+
+// bufferPool is an httputil.BufferPool over sync.Pool.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // command carries out a Waitroom-Command response header of the app and
 // removes it: "revoke" ends the admitted visitor's session and clears the
