@@ -10,7 +10,10 @@
 // range is the 90% interval of a Poisson count of that many admissions, so it
 // is wide after a handful and narrows as they accumulate. There is no
 // estimate before two admissions in the window, while a room is paused, or
-// while it admits nobody.
+// while it admits nobody; and none while fewer than 30 admissions span less
+// than ten seconds: so little evidence over so short a time is a burst (a
+// capacity raise, an operator's advance, a room's first moves), not a rate,
+// and an estimate from it is off by orders of magnitude either way.
 package eta
 
 import (
@@ -30,7 +33,7 @@ const (
 	keep = 256
 	// minAdmissions is the least evidence an estimate needs.
 	minAdmissions = 2
-	// Below fewAdmissions, the span counts as at least minSpan.
+	// Below fewAdmissions, an estimate needs a span of at least minSpan.
 	fewAdmissions = 30
 	minSpan       = 10 * time.Second
 	// z90 is the two-sided 90% normal quantile.
@@ -139,17 +142,11 @@ func (e *Estimator) Fill(s *waitroom.Session, now time.Time) {
 		paused, limit = h.paused, h.rate
 	}
 	e.mu.Unlock()
-	if h == nil || paused || k < minAdmissions {
+	if h == nil || paused || k < minAdmissions || (k < fewAdmissions && span < minSpan) {
 		return
 	}
 	// k admissions mark k-1 intervals up to the last; measuring to now
-	// instead makes the rate fall while a room stalls. A handful of
-	// admissions close together is a burst (a capacity raise, an operator's
-	// advance), not a rate: with little evidence the span counts as at
-	// least minSpan.
-	if k < fewAdmissions {
-		span = max(span, minSpan)
-	}
+	// instead makes the rate fall while a room stalls.
 	s.ETA = Estimate(s.Position, k-1, max(span, time.Millisecond), limit)
 }
 

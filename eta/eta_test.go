@@ -114,8 +114,11 @@ func TestFillFromStore(t *testing.T) {
 	}
 }
 
-// TestBurstIsNotARate: two admissions in the same instant do not promise
-// a position 41 a wait of seconds.
+// TestBurstIsNotARate: two admissions in the same instant are no basis for
+// an estimate, either way: promising position 41 a wait of seconds would be
+// as wrong as the hours a floor on the span would promise position 4,000 of
+// a room that has just started to move. Once they span ten seconds, they
+// are one.
 func TestBurstIsNotARate(t *testing.T) {
 	e := &Estimator{rooms: map[string]*history{}}
 	ev := waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: t0}
@@ -126,7 +129,29 @@ func TestBurstIsNotARate(t *testing.T) {
 	e.Observe(ev)
 	s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 41}
 	e.Fill(&s, t0.Add(100*time.Millisecond))
+	if s.ETA != nil {
+		t.Errorf("position 41 100ms after a burst of two admissions: ETA %+v, want none", *s.ETA)
+	}
+	e.Fill(&s, t0.Add(minSpan))
 	if s.ETA == nil || s.ETA.Seconds < 60 {
-		t.Errorf("position 41 after a burst of two admissions: ETA %+v, want at least a minute", s.ETA)
+		t.Errorf("position 41 ten seconds after two admissions: ETA %+v, want at least a minute", s.ETA)
+	}
+}
+
+// TestFastRoomEstimatesAtOnce: a room admitting hundreds a second has a
+// basis for an estimate within a few dozen milliseconds of its first
+// admission from the line, and the estimate is near the truth.
+func TestFastRoomEstimatesAtOnce(t *testing.T) {
+	e := &Estimator{rooms: map[string]*history{}}
+	at := t0
+	for range 40 { // 500 a second
+		at = at.Add(2 * time.Millisecond)
+		e.Observe(waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: at, Changes: []waitroom.Change{{
+			From: waitroom.StatusWaiting, Session: waitroom.Session{Status: waitroom.StatusActive, AdmittedAt: at}}}})
+	}
+	s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 4000}
+	e.Fill(&s, at)
+	if s.ETA == nil || s.ETA.Seconds < 6 || s.ETA.Seconds > 10 {
+		t.Errorf("position 4,000 in a room admitting 500/s: ETA %+v, want about 8s", s.ETA)
 	}
 }

@@ -381,8 +381,9 @@ func TestBrowserPageOnPhoneAndInGerman(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	// Two admissions give the estimator a rate.
-	cfg := config(2, "/target/")
+	// Thirty admissions give the estimator a rate (fewer would need ten
+	// seconds of them).
+	cfg := config(30, "/target/")
 	s.room("tickets", cfg)
 	q.navigate(s.srv.URL + "/r/tickets")
 	if !q.waitUntil(5*time.Second, `document.getElementById("waitroom").dataset.live === "sse"`) {
