@@ -20,8 +20,13 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("restore room %q: %w", name, err)
 	}
-	live = slices.Clone(live)
-	slices.SortFunc(live, func(a, b waitroom.Session) int { return int(min(max(a.Ticket-b.Ticket, -1), 1)) })
+	byTicket := func(a, b waitroom.Session) int { return int(min(max(a.Ticket-b.Ticket, -1), 1)) }
+	if !slices.IsSortedFunc(live, byTicket) {
+		// A durable backend usually reads them in ticket order already;
+		// only otherwise is the caller's slice copied to be sorted.
+		live = slices.Clone(live)
+		slices.SortFunc(live, byTicket)
+	}
 	for _, x := range live {
 		lastTicket = max(lastTicket, x.Ticket)
 	}
