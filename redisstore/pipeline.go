@@ -59,6 +59,10 @@ type scriptCall struct {
 type pipeliner struct {
 	client   redis.UniversalClient
 	inFlight int // most pipelines at once; 0 or 1 still pipelines
+	// orphan receives the reply of a call whose caller gave up before it
+	// came: the script ran, and its event must still reach this process's
+	// subscribers (who hear their own process's events only from replies).
+	orphan func(v []any)
 
 	mu      sync.Mutex
 	queue   []*scriptCall
@@ -94,7 +98,16 @@ func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, e
 		return c.v, c.err
 	case <-ctx.Done():
 		// The script may still run; like any request cut off after it
-		// was sent, its effect is unknown to this caller.
+		// was sent, its effect is unknown to this caller, but not to the
+		// subscribers.
+		if p.orphan != nil {
+			go func() {
+				<-c.done
+				if c.err == nil {
+					p.orphan(c.v)
+				}
+			}()
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -255,6 +268,13 @@ func splitJoins(r *scriptRun, v []any, err error) (again []*scriptCall) {
 		return r.calls
 	}
 	if err != nil || len(v) < 2 {
+		// The batch may have run: its joins are sent again, and a rerun
+		// that fails unsent for waiting too long would hide a join that
+		// happened, so their wait starts afresh.
+		now := time.Now()
+		for _, c := range r.calls {
+			c.queued = now
+		}
 		return retryAll()
 	}
 	switch status, _ := v[0].(string); status {

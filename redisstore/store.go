@@ -310,7 +310,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	}
 	s.subs.fns = make(map[int]func(waitroom.Event))
 	s.lis.s = s
-	s.pipe = pipeliner{client: client, inFlight: c.inFlight}
+	s.pipe = pipeliner{client: client, inFlight: c.inFlight, orphan: s.publishReply}
 	return s, nil
 }
 
@@ -385,11 +385,7 @@ func (s *Store) run(ctx context.Context, op, room string, now int64, extra ...an
 			return result{}, waitroom.Unavailable(fmt.Errorf("reply %v", v), "redisstore: malformed script reply")
 		}
 		status, _ := v[0].(string)
-		if ev, _ := v[1].(string); ev != "" {
-			if e, ok := decodeEvent(ev); ok {
-				s.subs.publish(e)
-			}
-		}
+		s.publishReply(v)
 		if status == "more" {
 			expired += int(num(v, 2))
 			continue
@@ -398,6 +394,19 @@ func (s *Store) run(ctx context.Context, op, room string, now int64, extra ...an
 			s.lis.ensure(room)
 		}
 		return result{status: status, rest: v[2:], expired: expired}, nil
+	}
+}
+
+// publishReply delivers the event of a script's reply to this process's
+// subscribers.
+func (s *Store) publishReply(v []any) {
+	if len(v) < 2 {
+		return
+	}
+	if ev, _ := v[1].(string); ev != "" {
+		if e, ok := decodeEvent(ev); ok {
+			s.subs.publish(e)
+		}
 	}
 }
 
