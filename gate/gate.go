@@ -122,6 +122,12 @@ type Gate struct {
 	verified   sync.Map // string → *verifiedPass
 	verifiedN  atomic.Int64
 	storeUntil atomic.Int64 // unix nanos: check passes against the store until then
+	// blindAt is the last time this gate may have missed an ending (its
+	// start, a resynchronisation hint, a full revocation set), unix nanos.
+	// A pass issued before it may belong to a session that ended unseen,
+	// so it is checked against the store for as long as it lives; passes
+	// issued after it are covered by events.
+	blindAt atomic.Int64
 
 	mu        sync.RWMutex
 	ended     map[string]time.Time // session id → when it can be forgotten
@@ -232,6 +238,7 @@ func New(cfg Config) (*Gate, error) {
 	// Until events flow we cannot know what ended before this start (in
 	// another process, or before a restart): check against the store.
 	g.storeUntil.Store(g.clock.Now().Add(g.resync).UnixNano())
+	g.blindAt.Store(g.clock.Now().UnixNano())
 	g.cancel = g.store.Subscribe(g.onEvent)
 	g.wg.Add(2)
 	go g.beatLoop()
@@ -259,8 +266,10 @@ func (g *Gate) Keys() *KeySet { return g.keys }
 func (g *Gate) onEvent(ev waitroom.Event) {
 	now := g.clock.Now()
 	if ev.Remote && len(ev.Changes) == 0 && ev.Kind != waitroom.EventConfig && ev.Kind != waitroom.EventDeleted {
-		// Events may have been missed: trust the store, not memory, for a while.
+		// Events may have been missed: trust the store, not memory, for a
+		// while, and for as long as passes issued before now live.
 		g.storeUntil.Store(now.Add(g.resync).UnixNano())
+		g.blindAt.Store(now.UnixNano())
 		g.mu.Lock()
 		delete(g.rooms, ev.Room)
 		g.mu.Unlock()
@@ -288,12 +297,15 @@ func (g *Gate) onEvent(ev waitroom.Event) {
 	}
 	forget := now.Add(g.maxTTL + 2*Leeway)
 	for _, c := range ev.Changes {
-		if !c.Session.Status.Final() {
+		// Only an active session can hold a pass.
+		if !c.Session.Status.Final() || c.From != waitroom.StatusActive {
 			continue
 		}
 		if len(g.ended) >= maxEnded {
-			// Too many to remember: fall back to the store for a while.
+			// Too many to remember: every pass issued until now is checked
+			// against the store instead.
 			g.storeUntil.Store(now.Add(g.resync).UnixNano())
+			g.blindAt.Store(now.UnixNano())
 			continue
 		}
 		g.ended[c.Session.ID] = forget
@@ -459,7 +471,9 @@ func (g *Gate) Check(ctx context.Context, room, token string, now time.Time) (Cl
 	if g.isEnded(c) {
 		return Claims{}, ErrRevoked
 	}
-	if now.UnixNano() < g.storeUntil.Load() {
+	// Passes are stamped in whole seconds: one stamped in the second of
+	// the blind moment counts as issued before it.
+	if now.UnixNano() < g.storeUntil.Load() || !c.IssuedAt.After(time.Unix(0, g.blindAt.Load())) {
 		if !g.activeInStore(ctx, c, now) {
 			return Claims{}, ErrRevoked
 		}

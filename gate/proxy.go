@@ -191,6 +191,9 @@ func (g *Gate) enforce(room string, bypass *bypass, next http.Handler, wrap bool
 		setIdentity(r.Header, d.claims)
 		cw := &commandWriter{ResponseWriter: w, g: g, r: r}
 		next.ServeHTTP(cw, r)
+		// A handler that wrote nothing gets net/http's implicit 200 after
+		// this returns: its command must still be carried out.
+		cw.check()
 	})
 }
 
@@ -337,6 +340,12 @@ func (b *bypass) match(p string) bool {
 		clean += "/"
 	}
 	if clean != p {
+		return false
+	}
+	// A ';' is a path parameter to some servers (Tomcat, Jetty, Spring:
+	// "/static/..;/admin" is "/admin" to them): such a path never passes
+	// freely.
+	if strings.Contains(p, ";") {
 		return false
 	}
 	for _, pre := range b.prefixes {

@@ -49,7 +49,8 @@ func NewVerifier(keys *KeySet, issuer string) *Verifier {
 // client nil means http.DefaultClient.
 func NewJWKSVerifier(ctx context.Context, jwksURL, issuer string, client *http.Client) (*Verifier, error) {
 	if client == nil {
-		client = http.DefaultClient
+		// Fetches happen while verifications wait: never without a bound.
+		client = &http.Client{Timeout: 10 * time.Second}
 	}
 	if issuer == "" {
 		issuer = DefaultIssuer
