@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/seedredis"
 )
 
 // The Redis rows compare redisstore with the command sequence of the seed
@@ -35,12 +35,7 @@ import (
 // scores. The seed's position read is check() for a waiting user: the check
 // pipeline, then the check-in update. redisstore does each in one script.
 
-// seedMax is the seed's MAX_OCCUPANCY: the room is filled to it so every
-// join waits, as in a full room.
 const (
-	seedMax       = 100
-	seedTTL       = 3600 * time.Second // WAITING_TTL and CHECKIN_TTL
-	seedDropout   = 60 * time.Second
 	redisWaiting  = 10_000 // waiting in the position rows
 	redisStartMax = 10 * time.Second
 )
@@ -102,7 +97,7 @@ func joinRow(ctx context.Context, client *redis.Client, prefix string, callers i
 		return err
 	}
 	defer st.Close()
-	seed, err := newSeedRoom(ctx, client, prefix+":seed-join")
+	seed, err := seedredis.New(ctx, client, prefix+":seed-join")
 	if err != nil {
 		return err
 	}
@@ -125,13 +120,13 @@ func joinRow(ctx context.Context, client *redis.Client, prefix string, callers i
 			return nil
 		}),
 		concurrent(callers, per, func(ctx context.Context, _ int) error {
-			_, err := seed.join(ctx, "u"+strconv.FormatInt(user.Add(1), 10))
+			_, err := seed.Join(ctx, "u"+strconv.FormatInt(user.Add(1), 10))
 			return err
 		}))
 	if err != nil {
 		return err
 	}
-	seedDups, err := seed.duplicateScores(ctx)
+	seedDups, err := seed.DuplicateScores(ctx)
 	if err != nil {
 		return err
 	}
@@ -148,7 +143,7 @@ func positionRow(ctx context.Context, client *redis.Client, prefix string, calle
 		return err
 	}
 	defer st.Close()
-	seed, err := newSeedRoom(ctx, client, prefix+":seed-pos")
+	seed, err := seedredis.New(ctx, client, prefix+":seed-pos")
 	if err != nil {
 		return err
 	}
@@ -161,7 +156,7 @@ func positionRow(ctx context.Context, client *redis.Client, prefix string, calle
 		return err
 	}
 	if err := fan(ctx, callers, redisWaiting, func(ctx context.Context, i int) error {
-		_, err := seed.join(ctx, "u"+strconv.Itoa(i))
+		_, err := seed.Join(ctx, "u"+strconv.Itoa(i))
 		return err
 	}); err != nil {
 		return err
@@ -180,7 +175,7 @@ func positionRow(ctx context.Context, client *redis.Client, prefix string, calle
 			return err
 		}),
 		concurrent(callers, per, func(ctx context.Context, c int) error {
-			_, err := seed.position(ctx, "u"+strconv.Itoa(rngs[c].IntN(redisWaiting)))
+			_, err := seed.Position(ctx, "u"+strconv.Itoa(rngs[c].IntN(redisWaiting)))
 			return err
 		}))
 	if err != nil {
@@ -191,7 +186,7 @@ func positionRow(ctx context.Context, client *redis.Client, prefix string, calle
 	return nil
 }
 
-// fullStore returns a redisstore whose room "r" is full (seedMax active),
+// fullStore returns a redisstore whose room "r" is full (seedredis.Max active),
 // so every join waits, as the seed's room does.
 func fullStore(ctx context.Context, client *redis.Client, prefix string) (*redisstore.Store, error) {
 	s, err := redisstore.New(ctx, client, redisstore.WithPrefix(prefix))
@@ -199,126 +194,20 @@ func fullStore(ctx context.Context, client *redis.Client, prefix string) (*redis
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	cfg := waitroom.DefaultConfig()
-	cfg.Capacity = seedMax
+	cfg.Capacity = seedredis.Max
 	cfg.WaitingTimeout = waitroom.Duration(time.Hour)
 	now := time.Now()
 	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	for range seedMax {
+	for range seedredis.Max {
 		if _, err := s.Join(ctx, "r", "", now); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
 	}
 	return s, nil
-}
-
-// seedRoom is one room of the seed design.
-type seedRoom struct {
-	c                            *redis.Client
-	participants, waiting, check string
-}
-
-func newSeedRoom(ctx context.Context, c *redis.Client, prefix string) (*seedRoom, error) {
-	r := &seedRoom{c: c, participants: prefix + ":room:participants", waiting: prefix + ":room:waiting", check: prefix + ":room:checkin"}
-	for i := range seedMax {
-		if err := c.HSet(ctx, r.participants, "p"+strconv.Itoa(i), "{}").Err(); err != nil {
-			return nil, fmt.Errorf("seed room: HSET: %w", err)
-		}
-	}
-	return r, nil
-}
-
-// checkQuery is the seed's five-command check pipeline.
-func (r *seedRoom) checkQuery(ctx context.Context, user string) (participants, waiting int64, rank *int64, err error) {
-	var hlen, zcard, zrank *redis.IntCmd
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		hlen = p.HLen(ctx, r.participants)
-		zcard = p.ZCard(ctx, r.waiting)
-		zrank = p.ZRank(ctx, r.waiting, user)
-		p.HGet(ctx, r.participants, user)
-		p.ZRangeByScore(ctx, r.check, &redis.ZRangeBy{Min: "0", Max: strconv.FormatInt(time.Now().Add(-seedDropout).UnixMilli(), 10)})
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, 0, nil, err
-	}
-	if v, err := zrank.Result(); err == nil {
-		rank = &v
-	}
-	return hlen.Val(), zcard.Val(), rank, nil
-}
-
-// join is the seed's check() for a newcomer to a full room.
-func (r *seedRoom) join(ctx context.Context, user string) (int64, error) {
-	participants, waiting, rank, err := r.checkQuery(ctx, user)
-	if err != nil {
-		return 0, err
-	}
-	if rank != nil || participants+waiting < seedMax {
-		return 0, errors.New("the seed's room is not full")
-	}
-	// findLastUser: the last entry of the waiting set with its score.
-	last, err := r.c.ZRevRangeWithScores(ctx, r.waiting, 0, 0).Result()
-	if err != nil {
-		return 0, err
-	}
-	score := 1.0
-	if len(last) > 0 {
-		score = last[0].Score + 1
-	}
-	now := float64(time.Now().UnixMilli())
-	var zrank *redis.IntCmd
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, r.waiting, redis.Z{Score: score, Member: user})
-		p.Expire(ctx, r.waiting, seedTTL)
-		p.ZAdd(ctx, r.check, redis.Z{Score: now, Member: user})
-		p.Expire(ctx, r.check, seedTTL)
-		zrank = p.ZRank(ctx, r.waiting, user)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return zrank.Val() + 1, nil
-}
-
-// position is the seed's check() for a waiting user: the check pipeline,
-// then the check-in update.
-func (r *seedRoom) position(ctx context.Context, user string) (int64, error) {
-	_, _, rank, err := r.checkQuery(ctx, user)
-	if err != nil {
-		return 0, err
-	}
-	if rank == nil {
-		return 0, fmt.Errorf("seed user %s is not waiting", user)
-	}
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, r.check, redis.Z{Score: float64(time.Now().UnixMilli()), Member: user})
-		p.Expire(ctx, r.check, seedTTL)
-		return nil
-	})
-	return *rank + 1, err
-}
-
-// duplicateScores counts waiting users who share their score with an
-// earlier one: joins whose order was lost.
-func (r *seedRoom) duplicateScores(ctx context.Context) (int, error) {
-	zs, err := r.c.ZRangeWithScores(ctx, r.waiting, 0, -1).Result()
-	if err != nil {
-		return 0, err
-	}
-	seen := make(map[float64]bool, len(zs))
-	dups := 0
-	for _, z := range zs {
-		if seen[z.Score] {
-			dups++
-		}
-		seen[z.Score] = true
-	}
-	return dups, nil
 }
 
 // redisOptions reads a redis:// URL or a bare host:port.

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/seedredis"
 )
 
 // The benchmarks compare redisstore with the command sequence of the seed
@@ -36,14 +37,6 @@ import (
 // of its steps needs the previous step's answer.
 
 var benchCallers = []int{64, 256}
-
-// seedMax is the seed's MAX_OCCUPANCY; the participants hash is filled to
-// it so every join waits, as in a full room.
-const (
-	seedMax     = 100
-	seedTTL     = 3600 // WAITING_TTL and CHECKIN_TTL, seconds
-	seedDropout = 60 * time.Second
-)
 
 // runCallers runs n operations over callers goroutines and returns how long
 // that took. op gets the caller's number and the operation's.
@@ -94,12 +87,12 @@ func benchStore(b *testing.B, client *redis.Client) *redisstore.Store {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	cfg := waitroom.DefaultConfig()
-	cfg.Capacity = seedMax
+	cfg.Capacity = seedredis.Max
 	now := time.Now()
 	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
 		b.Fatalf("PutRoom: %v", err)
 	}
-	for i := 0; i < seedMax; i++ {
+	for i := 0; i < seedredis.Max; i++ {
 		if _, err := s.Join(ctx, "r", "", now); err != nil {
 			b.Fatalf("Join: %v", err)
 		}
@@ -107,114 +100,14 @@ func benchStore(b *testing.B, client *redis.Client) *redisstore.Store {
 	return s
 }
 
-// seedRoom is one room of the seed design.
-type seedRoom struct {
-	c                            *redis.Client
-	participants, waiting, check string
-}
-
-func newSeedRoom(b *testing.B, c *redis.Client) *seedRoom {
+// newSeedRoom returns a full room of the seed design on fresh keys.
+func newSeedRoom(b *testing.B, c *redis.Client) *seedredis.Room {
 	b.Helper()
-	p := freshPrefix()
-	r := &seedRoom{c: c, participants: p + ":room:participants", waiting: p + ":room:waiting", check: p + ":room:checkin"}
-	ctx := context.Background()
-	for i := 0; i < seedMax; i++ {
-		if err := c.HSet(ctx, r.participants, "p"+strconv.Itoa(i), "{}").Err(); err != nil {
-			b.Fatalf("HSET: %v", err)
-		}
+	r, err := seedredis.New(context.Background(), c, freshPrefix())
+	if err != nil {
+		b.Fatalf("seed room: %v", err)
 	}
 	return r
-}
-
-// checkQuery is the seed's five-command check pipeline.
-func (r *seedRoom) checkQuery(ctx context.Context, user string) (participants, waiting int64, rank *int64, err error) {
-	var hlen, zcard *redis.IntCmd
-	var zrank *redis.IntCmd
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		hlen = p.HLen(ctx, r.participants)
-		zcard = p.ZCard(ctx, r.waiting)
-		zrank = p.ZRank(ctx, r.waiting, user)
-		p.HGet(ctx, r.participants, user)
-		p.ZRangeByScore(ctx, r.check, &redis.ZRangeBy{Min: "0", Max: strconv.FormatInt(time.Now().Add(-seedDropout).UnixMilli(), 10)})
-		return nil
-	})
-	if err != nil && err != redis.Nil {
-		return 0, 0, nil, err
-	}
-	if v, err := zrank.Result(); err == nil {
-		rank = &v
-	}
-	return hlen.Val(), zcard.Val(), rank, nil
-}
-
-// join is the seed's check() for a newcomer to a full room.
-func (r *seedRoom) join(ctx context.Context, user string) (int64, error) {
-	participants, waiting, rank, err := r.checkQuery(ctx, user)
-	if err != nil {
-		return 0, err
-	}
-	if rank != nil || participants+waiting < seedMax {
-		return 0, fmt.Errorf("the benchmark room is not full")
-	}
-	// findLastUser: the last entry of the waiting set with its score.
-	last, err := r.c.ZRevRangeWithScores(ctx, r.waiting, 0, 0).Result()
-	if err != nil {
-		return 0, err
-	}
-	score := 1.0
-	if len(last) > 0 {
-		score = last[0].Score + 1
-	}
-	now := float64(time.Now().UnixMilli())
-	var zrank *redis.IntCmd
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, r.waiting, redis.Z{Score: score, Member: user})
-		p.Expire(ctx, r.waiting, seedTTL*time.Second)
-		p.ZAdd(ctx, r.check, redis.Z{Score: now, Member: user})
-		p.Expire(ctx, r.check, seedTTL*time.Second)
-		zrank = p.ZRank(ctx, r.waiting, user)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return zrank.Val() + 1, nil
-}
-
-// position is the seed's check() for a waiting user: the check pipeline,
-// then the check-in update.
-func (r *seedRoom) position(ctx context.Context, user string) (int64, error) {
-	_, _, rank, err := r.checkQuery(ctx, user)
-	if err != nil {
-		return 0, err
-	}
-	if rank == nil {
-		return 0, fmt.Errorf("user %s is not waiting", user)
-	}
-	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, r.check, redis.Z{Score: float64(time.Now().UnixMilli()), Member: user})
-		p.Expire(ctx, r.check, seedTTL*time.Second)
-		return nil
-	})
-	return *rank + 1, err
-}
-
-// duplicateScores counts waiting users that share their score with an
-// earlier one: joins whose order was lost.
-func (r *seedRoom) duplicateScores(ctx context.Context) (int, error) {
-	zs, err := r.c.ZRangeWithScores(ctx, r.waiting, 0, -1).Result()
-	if err != nil {
-		return 0, err
-	}
-	seen := make(map[float64]bool, len(zs))
-	dups := 0
-	for _, z := range zs {
-		if seen[z.Score] {
-			dups++
-		}
-		seen[z.Score] = true
-	}
-	return dups, nil
 }
 
 func BenchmarkJoin(b *testing.B) {
@@ -248,10 +141,10 @@ func BenchmarkJoin(b *testing.B) {
 			defer c.Close()
 			r := newSeedRoom(b, c)
 			runCallers(b, callers, func(_, i int) error {
-				_, err := r.join(ctx, "u"+strconv.Itoa(i))
+				_, err := r.Join(ctx, "u"+strconv.Itoa(i))
 				return err
 			})
-			dups, err := r.duplicateScores(ctx)
+			dups, err := r.DuplicateScores(ctx)
 			if err != nil {
 				b.Fatalf("reading scores: %v", err)
 			}
@@ -293,12 +186,12 @@ func BenchmarkPosition(b *testing.B) {
 			defer c.Close()
 			r := newSeedRoom(b, c)
 			for i := 0; i < benchWaiting; i++ {
-				if _, err := r.join(ctx, "u"+strconv.Itoa(i)); err != nil {
+				if _, err := r.Join(ctx, "u"+strconv.Itoa(i)); err != nil {
 					b.Fatalf("join: %v", err)
 				}
 			}
 			runCallers(b, callers, func(caller, i int) error {
-				_, err := r.position(ctx, "u"+strconv.Itoa(rand.IntN(benchWaiting)))
+				_, err := r.Position(ctx, "u"+strconv.Itoa(rand.IntN(benchWaiting)))
 				return err
 			})
 		})
