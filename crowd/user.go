@@ -86,7 +86,9 @@ type user struct {
 	cfg    *Config
 	n      int
 	client *http.Client
-	target int
+	// target is the index of the server the user talks to; the stream and
+	// the leave of one user run at once and either may move it.
+	target atomic.Int64
 	rngMu  sync.Mutex // the user's goroutines share rng
 	rng    *rand.Rand
 	frozen *atomic.Bool
@@ -136,10 +138,12 @@ func (u *user) int64n(n int64) int64 {
 	return u.rng.Int64N(n)
 }
 
-func (u *user) base() string { return u.cfg.Targets[u.target%len(u.cfg.Targets)] }
+func (u *user) base() string {
+	return u.cfg.Targets[int(u.target.Load()%int64(len(u.cfg.Targets)))]
+}
 
 // next moves the user to another server after a failure.
-func (u *user) next() { u.target++ }
+func (u *user) next() { u.target.Add(1) }
 
 func (u *user) fail(err error) {
 	u.mu.Lock()

@@ -58,9 +58,10 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	for i := range users {
 		n := first + i
 		users[i] = &user{
-			cfg: &cfg, n: n, client: cls[n%len(cls)], target: n,
+			cfg: &cfg, n: n, client: cls[n%len(cls)],
 			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, admitted: &admitted, busy: &busy,
 		}
+		users[i].target.Store(int64(n)) // users spread over the servers
 	}
 	go func() {
 		sc := bufio.NewScanner(in)
