@@ -219,7 +219,9 @@ func (u *user) join(ctx context.Context) bool {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated {
+			u.mu.Lock()
 			u.res.JoinError = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+			u.mu.Unlock()
 			if resp.StatusCode >= 500 {
 				u.next()
 				continue
@@ -228,13 +230,17 @@ func (u *user) join(ctx context.Context) bool {
 		}
 		var s waitroom.Session
 		if err := json.Unmarshal(body, &s); err != nil {
+			u.mu.Lock()
 			u.res.JoinError = "bad join answer: " + err.Error()
+			u.mu.Unlock()
 			return false
 		}
+		u.mu.Lock()
 		u.res.JoinError = ""
 		u.res.JoinMicros = time.Since(start).Microseconds()
 		u.res.Ticket = s.Ticket
 		u.res.JoinedAt = s.JoinedAt.UnixMilli()
+		u.mu.Unlock()
 		u.joined.Add(1)
 		u.observe(ctx, s)
 		return true
