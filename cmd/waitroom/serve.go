@@ -308,7 +308,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			logger.Info("the store is reachable again")
 		}
 	}})
-	go monitor.Run(sweepCtx)
+	// Waited for with the sweeper, so it never pings a store being closed.
+	sweeping.Go(func() { monitor.Run(sweepCtx) })
 
 	// ETAs come from admissions seen in store events; the hub pushes
 	// updates to event streams and is closed first on shutdown, so every
