@@ -37,6 +37,25 @@ func evalshaCalls(t *testing.T, c *redis.Client) int64 {
 	return 0
 }
 
+// roomOfOne returns a store on client (one pipeline in flight, so calls
+// queue and batch) with room "r" of capacity 1, closed when the test ends.
+func roomOfOne(t *testing.T, client *redis.Client) (*redisstore.Store, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := redisstore.New(ctx, client, redisstore.WithPrefix(freshPrefix()), redisstore.WithPipelines(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	now := time.Now()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 1
+	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
+		t.Fatal(err)
+	}
+	return s, now
+}
+
 // Concurrent joins go out together in one script run per room; each must
 // still get its own ticket, in one order, with the exact position and
 // totals of the moment it joined, and keys must still be unique.
@@ -45,17 +64,7 @@ func TestConcurrentJoinsAreBatchedAndExact(t *testing.T) {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 80})
 	defer client.Close()
-	s, err := redisstore.New(ctx, client, redisstore.WithPrefix(freshPrefix()), redisstore.WithPipelines(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now()
-	cfg := waitroom.DefaultConfig()
-	cfg.Capacity = 1
-	if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
-		t.Fatal(err)
-	}
+	s, now := roomOfOne(t, client)
 	if _, err := s.Join(ctx, "r", "", now); err != nil { // takes the one slot
 		t.Fatal(err)
 	}
@@ -254,17 +263,7 @@ func TestJoinSentTwiceMakesOneSession(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), PoolSize: 32,
 				MaxRetries: 3, MinRetryBackoff: time.Millisecond})
 			defer client.Close()
-			s, err := redisstore.New(ctx, client, redisstore.WithPrefix(freshPrefix()), redisstore.WithPipelines(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			now := time.Now()
-			cfg := waitroom.DefaultConfig()
-			cfg.Capacity = 1
-			if _, _, err := s.PutRoom(ctx, "r", cfg, now); err != nil {
-				t.Fatal(err)
-			}
+			s, now := roomOfOne(t, client)
 			if tc.callers > 1 {
 				// Someone waits already, so concurrent joins take the batch.
 				for range 2 {
