@@ -13,21 +13,31 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// maxBatch bounds one transaction, so one commit never holds up a caller
-// for long.
-const maxBatch = 4096
-
-// entry is one event waiting to be written.
-type entry struct {
-	ev   *waitroom.Event
+// batch is the changes committed together in one transaction.
+type batch struct {
+	events []*waitroom.Event
+	// lead holds the one right to commit, passed from batch to batch: the
+	// caller waiting on a batch who takes it writes the batch.
+	lead chan struct{}
+	done chan struct{} // closed once the batch is committed or failed
 	err  error
-	done chan struct{}
 }
 
-// writer is the one goroutine that writes. Events arrive in the order they
-// happened (memstore appends them with the room locked); the writer takes
-// everything queued, writes it in one transaction and wakes every caller of
-// that batch: group commit, so one fsync serves many changes.
+func newBatch() *batch {
+	return &batch{lead: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// writer makes changes durable with group commit and no goroutine of its
+// own. Events arrive in the order they happened (memstore appends them with
+// the room locked) and gather in the current batch; one of the callers
+// waiting on a batch commits it in one transaction while the next batch
+// gathers, so one fsync serves every change that arrived during the
+// previous one.
+//
+// The caller that commits is one of those waiting anyway: handing the
+// batch to a writer goroutine and waking it for every commit cost more CPU
+// than the SQLite work itself on a small machine, and left the woken
+// callers queued behind a goroutine sleeping in fsync.
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
@@ -36,10 +46,12 @@ type writer struct {
 	inserts []any
 	multi   map[int]*sql.Stmt // multi-row INSERT by row count
 
-	mu     sync.RWMutex // guards closed against sends on a closed ch
-	closed bool
-	ch     chan *entry
-	exited chan struct{}
+	mu       sync.Mutex
+	cur      *batch // gathering
+	inflight *batch // being committed, or nil
+	busy     bool   // the right to commit is taken or waiting in cur.lead
+	closed   bool
+	commits  int // written only by the holder of the right to commit
 }
 
 var statements = map[string]string{
@@ -52,10 +64,14 @@ var statements = map[string]string{
 	"delLive":    `DELETE FROM sessions WHERE room = ?`,
 	"delHistory": `DELETE FROM history WHERE room = ?`,
 	"putTicket":  `INSERT INTO tickets (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
+	// Prepared too: parsing them for every commit showed in profiles.
+	"begin":    `BEGIN IMMEDIATE`,
+	"commit":   `COMMIT`,
+	"rollback": `ROLLBACK`,
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), ch: make(chan *entry, maxBatch), exited: make(chan struct{})}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), cur: newBatch()}
 	for name, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -63,74 +79,97 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 		}
 		w.stmts[name] = st
 	}
-	go w.run()
 	return w, nil
 }
 
 var errClosed = errors.New("store is closed")
 
-// Append implements memstore.Journal.
+// Append implements memstore.Journal. The function it returns may be
+// called any number of times, from any goroutine.
 func (w *writer) Append(ev *waitroom.Event) func() error {
-	e := &entry{ev: ev, done: make(chan struct{})}
-	w.mu.RLock()
+	w.mu.Lock()
 	if w.closed {
-		w.mu.RUnlock()
+		w.mu.Unlock()
 		return func() error { return errClosed }
 	}
-	w.ch <- e
-	w.mu.RUnlock()
-	return func() error {
-		<-e.done
-		return e.err
+	b := w.cur
+	b.events = append(b.events, ev)
+	if !w.busy {
+		w.busy = true
+		b.lead <- struct{}{}
 	}
+	w.mu.Unlock()
+	return func() error { return w.wait(b) }
 }
 
-func (w *writer) run() {
-	defer close(w.exited)
-	batch := make([]*entry, 0, maxBatch)
-	for e := range w.ch {
-		batch = append(batch[:0], e)
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case e, ok := <-w.ch:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, e)
-			default:
-				break drain
-			}
-		}
-		err := w.write(batch)
-		for _, e := range batch {
-			e.err = err
-			close(e.done)
-		}
+// wait returns once b is committed, committing it itself if it gets the
+// right to.
+func (w *writer) wait(b *batch) error {
+	select {
+	case <-b.done:
+	case <-b.lead:
+		w.commit(b)
 	}
+	return b.err
+}
+
+// commit writes b, which holds the right to commit and is the gathering
+// batch, then passes the right on to the batch that gathered meanwhile.
+func (w *writer) commit(b *batch) {
+	w.mu.Lock()
+	w.cur, w.inflight = newBatch(), b
+	w.mu.Unlock()
+	w.commits++
+	// Whatever happens, b's callers hear of it and the right to commit
+	// moves on: a panic here (net/http recovers them in handlers) must
+	// not leave every later change waiting forever.
+	defer w.handOn(b)
+	defer func() {
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("commit panicked: %v", r)
+			// Leave no transaction open for the next batch to trip on.
+			_, _ = w.stmts["rollback"].ExecContext(context.Background())
+		}
+	}()
+	b.err = w.write(b.events)
+}
+
+// handOn finishes b and passes the right to commit to the batch that
+// gathered while b was written.
+func (w *writer) handOn(b *batch) {
+	b.events = nil
+	close(b.done)
+	w.mu.Lock()
+	w.inflight = nil
+	if len(w.cur.events) > 0 {
+		w.cur.lead <- struct{}{}
+	} else {
+		w.busy = false
+	}
+	w.mu.Unlock()
 }
 
 // write commits a batch in one transaction.
-func (w *writer) write(batch []*entry) (err error) {
+func (w *writer) write(events []*waitroom.Event) (err error) {
 	ctx := context.Background()
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := w.stmts["begin"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := w.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			if _, rerr := w.stmts["rollback"].ExecContext(ctx); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 		}
 	}()
 	w.inserts = w.inserts[:0]
 	last := make(map[string]int64, 1)
-	for _, e := range batch {
-		if err := w.event(ctx, e.ev); err != nil {
-			return fmt.Errorf("write %s event of room %q: %w", e.ev.Kind, e.ev.Room, err)
+	for _, ev := range events {
+		if err := w.event(ctx, ev); err != nil {
+			return fmt.Errorf("write %s event of room %q: %w", ev.Kind, ev.Room, err)
 		}
-		if e.ev.LastTicket > last[e.ev.Room] {
-			last[e.ev.Room] = e.ev.LastTicket
+		if ev.LastTicket > last[ev.Room] {
+			last[ev.Room] = ev.LastTicket
 		}
 	}
 	if err := w.flush(ctx); err != nil {
@@ -141,7 +180,7 @@ func (w *writer) write(batch []*entry) (err error) {
 			return fmt.Errorf("write last ticket of room %q: %w", room, err)
 		}
 	}
-	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := w.stmts["commit"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -229,8 +268,8 @@ func (w *writer) flush(ctx context.Context) error {
 	return nil
 }
 
-// insertStmt returns the prepared INSERT of n rows. Sizes are rounded to a
-// few prepared shapes: a power of two, and single rows for the rest.
+// insertStmt returns the prepared INSERT of n rows, preparing it on first
+// use (at most maxInsertRows shapes).
 func (w *writer) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st := w.multi[n]; st != nil {
 		return st, nil
@@ -258,20 +297,29 @@ func nullTime(t time.Time) any {
 	return t.UnixMilli()
 }
 
-// close stops accepting events, writes what is queued and waits for the
-// writer to finish.
+// close stops accepting events, commits what is gathered and waits for
+// any commit under way.
 func (w *writer) close() {
 	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.ch)
-	}
+	w.closed = true
 	w.mu.Unlock()
-	<-w.exited
-	for _, st := range w.stmts {
-		st.Close()
-	}
-	for _, st := range w.multi {
-		st.Close()
+	for {
+		w.mu.Lock()
+		b, gathered, inflight := w.cur, len(w.cur.events), w.inflight
+		w.mu.Unlock()
+		switch {
+		case gathered > 0:
+			_ = w.wait(b)
+		case inflight != nil:
+			<-inflight.done
+		default:
+			for _, st := range w.stmts {
+				st.Close()
+			}
+			for _, st := range w.multi {
+				st.Close()
+			}
+			return
+		}
 	}
 }
