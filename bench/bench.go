@@ -45,7 +45,8 @@ type Options struct {
 	// Rounds is how many times subject and baseline alternate; default 3.
 	Rounds int
 	// Callers are the concurrent callers of the Redis rows; the first is
-	// also used by the durable-join and HTTP rows. Default 64, 256.
+	// also used by the durable-join and HTTP rows, and the largest by a
+	// second HTTP durable-join row. Default 64, 256.
 	Callers []int
 	// RedisURL is a Redis to measure on (host:port or redis://…). When
 	// empty, the suite starts RedisServer on a free loopback port.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,9 +28,21 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	perSide := fs.Duration("time", 0, "how long each side of a row is measured (default 3s, 600ms with --quick)")
 	rounds := fs.Int("rounds", 3, "how many times subject and baseline `alternate` in a row")
 	only := fs.String("only", "", "comma-separated `groups` of rows to run: engine, durable, http, redis (default all)")
-	callers := fs.String("callers", "", "comma-separated concurrent `callers` for the Redis rows; the first also for the durable and HTTP rows (default 64,256)")
+	callers := fs.String("callers", "", "comma-separated concurrent `callers` for the Redis rows; the first also for the durable and HTTP rows, the largest for a second HTTP durable-join row (default 64,256)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this `file` (for go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	opt := bench.Options{Quick: *quick, RedisURL: *redisURL, Time: *perSide, Rounds: *rounds, Progress: stderr}
 	var err error
