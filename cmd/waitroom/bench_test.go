@@ -87,6 +87,38 @@ func TestBenchCommand(t *testing.T) {
 }
 
 // TestBenchWithoutRedis hides redis-server (an empty PATH): the Redis rows
+
+// TestBenchHTTPAtTwoCallerCounts checks that with two caller counts the
+// HTTP group measures the durable join at both, and that --cpuprofile
+// writes a profile.
+func TestBenchHTTPAtTwoCallerCounts(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	_, tab := runBench(t, os.Getenv, "--quick", "--only", "http", "--time", "30ms", "--rounds", "1", "--callers", "2,6", "--cpuprofile", prof)
+	want := []string{
+		"HTTP position (GET session, sqlitestore), 2 conns", "HTTP durable join (POST, sqlitestore), 2 conns",
+		"HTTP durable join (POST, sqlitestore), 6 conns", "HTTP join (POST, memstore), 2 conns",
+		"HTTP position (GET session, memstore), 2 conns",
+	}
+	if len(tab.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(tab.Rows), len(want))
+	}
+	for i, r := range tab.Rows {
+		if r.Name != want[i] {
+			t.Errorf("row %d is %q, want %q", i, r.Name, want[i])
+		}
+		if r.Skipped != "" || r.Value <= 0 || r.BaselineValue <= 0 {
+			t.Errorf("%s: value %v, baseline %v, skipped %q; want both measured", r.Name, r.Value, r.BaselineValue, r.Skipped)
+		}
+		if strings.Contains(r.Name, "durable join") && r.Goal != 0.5 {
+			t.Errorf("%s: goal %v, want 0.5", r.Name, r.Goal)
+		}
+	}
+	st, err := os.Stat(prof)
+	if err != nil || st.Size() == 0 {
+		t.Errorf("--cpuprofile wrote no profile: %v", err)
+	}
+}
+
 // are reported as skipped with the reason, and the command succeeds.
 func TestBenchWithoutRedis(t *testing.T) {
 	noPath := func(k string) string {
