@@ -1,10 +1,10 @@
 // Package sqlitestore is waitroom's embedded default store: the memstore
 // state machine made durable in one SQLite file.
 //
-// Every change is committed to SQLite before its answer goes out. One writer
-// goroutine takes every change queued while the previous commit ran and
-// writes them in one transaction (group commit), so a commit's cost is shared
-// by all the callers waiting on it. On start the rooms, ticket counters and
+// Every change is committed to SQLite before its answer goes out. Changes
+// that arrive while a commit runs gather into the next batch, which one of
+// their callers then commits in one transaction (group commit), so a
+// commit's cost is shared by all the callers waiting on it. On start the rooms, ticket counters and
 // live sessions are read back and the in-memory state is rebuilt; presence
 // and activity timers restart then. History stays in SQLite and is read from
 // there.
