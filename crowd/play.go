@@ -3,6 +3,7 @@ package crowd
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,6 +74,12 @@ type Report struct {
 	PositionUps      int         `json:"position_increases"`
 	JoinMillis       Percentiles `json:"join_ms"`
 	AdmitDelayMillis Percentiles `json:"admission_delivery_ms"`
+	// SlotMillis is, for each admission from the line that a seen end of
+	// an admitted session made room for, the time from that slot freeing
+	// (the server's ended_at) to the admitted person seeing it; SlotServer
+	// is the server's part of it (admitted_at - ended_at).
+	SlotMillis       Percentiles `json:"slot_to_admission_seen_ms"`
+	SlotServerMillis Percentiles `json:"slot_to_admission_ms"`
 	Inversions       int64       `json:"fifo_inversions"`
 	KendallTau       float64     `json:"kendall_tau_distance"`
 	ETAErrorSeconds  Percentiles `json:"eta_abs_error_s"`
@@ -536,13 +543,59 @@ func readLine(ctx context.Context, opt Options, base, room string) (map[int64]in
 	}
 }
 
+// lineAdmission is the admission of someone who waited in line (times in
+// unix milliseconds; Seen by the person's clock, the rest by the server's).
+type lineAdmission struct{ Ticket, Joined, Admitted, Seen int64 }
+
+// slotDelays pairs freed slots with the admissions from the line that
+// filled them: slots fill in the order they free, so the admissions, in
+// the order they happened, take the earliest slot freed no later than
+// themselves. A slot that freed before the person joined went to someone
+// who walked straight in, and is passed over; an admission with no slot
+// freed before it came from a slot the crowd never saw end (an abandoned
+// session timing out, a capacity raise) and is left out. It returns, per
+// pair, the time until the person saw the admission and the server's part
+// of it, in milliseconds.
+func slotDelays(frees []int64, adms []lineAdmission) (seen, server []float64) {
+	frees = slices.Clone(frees)
+	slices.Sort(frees)
+	adms = slices.Clone(adms)
+	slices.SortFunc(adms, func(a, b lineAdmission) int {
+		if a.Admitted != b.Admitted {
+			return cmp.Compare(a.Admitted, b.Admitted)
+		}
+		return cmp.Compare(a.Ticket, b.Ticket)
+	})
+	i := 0
+	for _, a := range adms {
+		for i < len(frees) && frees[i] < a.Joined {
+			i++
+		}
+		if i == len(frees) || frees[i] > a.Admitted {
+			continue
+		}
+		seen = append(seen, float64(max(0, a.Seen-frees[i])))
+		server = append(server, float64(a.Admitted-frees[i]))
+		i++
+	}
+	return seen, server
+}
+
 // summarise fills the report's totals from the users' results.
 func summarise(rep *Report) {
 	var joins, delays, etaErr []float64
 	tickets := map[int64]int{}
 	type adm struct{ ticket, at int64 }
 	var admitted []adm
+	var frees []int64
+	var fromLine []lineAdmission
 	for _, u := range rep.UsersDetail {
+		if u.FreedAt != 0 {
+			frees = append(frees, u.FreedAt)
+		}
+		if u.AdmittedAt > u.JoinedAt && u.JoinedAt != 0 && u.AdmitSeenAt != 0 {
+			fromLine = append(fromLine, lineAdmission{Ticket: u.Ticket, Joined: u.JoinedAt, Admitted: u.AdmittedAt, Seen: u.AdmitSeenAt})
+		}
 		if u.JoinError != "" || u.Ticket == 0 {
 			rep.JoinErrors++
 			if u.JoinError != "" && len(rep.Errors) < 20 {
@@ -588,6 +641,8 @@ func summarise(rep *Report) {
 	}
 	rep.JoinMillis = percentiles(joins)
 	rep.AdmitDelayMillis = percentiles(delays)
+	seen, server := slotDelays(frees, fromLine)
+	rep.SlotMillis, rep.SlotServerMillis = percentiles(seen), percentiles(server)
 	rep.ETAErrorSeconds = percentiles(etaErr)
 	rep.ETASamples = len(etaErr)
 	// Fairness: order admissions by time (ties by ticket, so equal times

@@ -68,6 +68,7 @@ type UserResult struct {
 	JoinedAt    int64  `json:"joined_ms,omitempty"`
 	AdmittedAt  int64  `json:"admitted_ms,omitempty"` // server's admitted_at
 	AdmitSeenAt int64  `json:"admit_seen_ms,omitempty"`
+	FreedAt     int64  `json:"freed_ms,omitempty"` // server's ended_at of the user's admitted session
 	FirstETA    int64  `json:"first_eta_s,omitempty"`
 	FirstETAAt  int64  `json:"first_eta_ms,omitempty"`
 	Updates     int    `json:"updates"`
@@ -282,6 +283,9 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 		}
 	}
 	ended := s.Status.Final()
+	if ended && u.res.AdmittedAt != 0 && u.res.FreedAt == 0 && !s.EndedAt.IsZero() {
+		u.res.FreedAt = s.EndedAt.UnixMilli()
+	}
 	u.mu.Unlock()
 	if ended {
 		u.ending.Store(true)

@@ -243,6 +243,7 @@ func printReport(w io.Writer, r *crowd.Report) {
 	fmt.Fprintf(tw, "users\t%d joined, %d failed to join, %d admitted, %d left, %d abandoned, %d lost\n", r.Joined, r.JoinErrors, r.Admitted, r.Left, r.Abandoned, r.Lost)
 	p("join latency", r.JoinMillis, "ms")
 	p("admission to person", r.AdmitDelayMillis, "ms")
+	p("slot freed to next told", r.SlotMillis, "ms")
 	fmt.Fprintf(tw, "fairness\t%d inversions, Kendall tau distance %.6f (0 is exact FIFO)\n", r.Inversions, r.KendallTau)
 	p("ETA error", r.ETAErrorSeconds, "s")
 	fmt.Fprintf(tw, "capacity\tmax active sampled %d of capacity %d\n", r.MaxActive, r.Capacity)

@@ -58,6 +58,12 @@ func TestLoadCommand(t *testing.T) {
 		t.Errorf("tau %.4f, max active %d of 10, lost %d, duplicates %d, positions up %d: want 0, ≤10, 0, 0, 0",
 			rep.KendallTau, rep.MaxActive, rep.Lost, rep.DuplicateTickets, rep.PositionUps)
 	}
+	// The store admits the next in line in the same operation that ends a
+	// session, so the server's part of "slot freed to next told" is 0.
+	if rep.SlotMillis.N < 10 || rep.SlotServerMillis.P50 != 0 || !strings.Contains(string(b), "slot freed to next told") {
+		t.Errorf("slot freed to next told: %d pairs, server part p50 %.1f ms, printed %v; want ≥ 10 pairs, 0 ms, printed",
+			rep.SlotMillis.N, rep.SlotServerMillis.P50, strings.Contains(string(b), "slot freed to next told"))
+	}
 	checkChart(t, filepath.Join(dir, "load.svg"))
 	if len(rep.Checks) == 0 {
 		t.Fatalf("no position checks ran: %v", rep.Errors)
