@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/push"
 )
 
 // discard is a ResponseWriter that keeps nothing, so the benchmarks
@@ -19,6 +21,10 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// SetReadDeadline lets the handler's body-time limit work as it does on a
+// real connection (through http.ResponseController).
+func (d *discard) SetReadDeadline(time.Time) error { return nil }
 
 // BenchmarkHandlerSessionGET is the handler's own cost of the hottest
 // request, reading one's session, next to a hello-world handler's:
@@ -55,6 +61,48 @@ func BenchmarkHandlerSessionGET(b *testing.B) {
 				// a new one per request, but that cost is the same for
 				// both handlers and not what is measured here.
 				req := httptest.NewRequest(http.MethodGet, "/v1/rooms/r/sessions/"+id, nil)
+				w := &discard{h: make(http.Header)}
+				for pb.Next() {
+					clear(w.h)
+					tc.h.ServeHTTP(w, req)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHandlerJoinPOST is the handler's own cost of a join on the
+// memory store, wired as `waitroom serve` wires it (push hub, ETA fill),
+// next to a hello-world handler's:
+//
+//	go test -run '^$' -bench HandlerJoin -benchmem ./httpapi
+func BenchmarkHandlerJoinPOST(b *testing.B) {
+	ctx := context.Background()
+	st := memstore.New()
+	defer st.Close()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	cfg.WaitingTimeout = waitroom.Duration(time.Hour)
+	if _, _, err := st.PutRoom(ctx, "r", cfg, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	est := eta.New(st)
+	defer est.Close()
+	hub := push.New(st, push.Options{Fill: est.Fill})
+	defer hub.Close()
+	h := httpapi.NewHandler(httpapi.Config{Store: st, Hub: hub, Fill: est.Fill})
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("hello\n"))
+	})
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+	}{{"hello", hello}, {"join", h}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req := httptest.NewRequest(http.MethodPost, "/v1/rooms/r/sessions", http.NoBody)
 				w := &discard{h: make(http.Header)}
 				for pb.Next() {
 					clear(w.h)

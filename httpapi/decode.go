@@ -29,6 +29,12 @@ func limitBodyTime(w http.ResponseWriter) {
 // readBody reads the whole body within bodyReadTimeout, refusing more than
 // maxBody bytes with CodeBodyTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		// The server's request for Content-Length: 0 (a join without a
+		// key, the most common POST): nothing to read, no deadline to set,
+		// no buffer.
+		return nil, nil
+	}
 	limitBodyTime(w)
 	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, maxBody))
 	if err != nil {
