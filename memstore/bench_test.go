@@ -191,7 +191,7 @@ func BenchmarkRank(b *testing.B) {
 	s, _ := filled(b, million)
 	r := s.rooms["r"]
 	rng := rand.New(rand.NewPCG(1, 2))
-	n := int64(len(r.wait))
+	n := int64(r.wait.len())
 	b.ResetTimer()
 	var sum int64
 	for b.Loop() {
@@ -200,4 +200,31 @@ func BenchmarkRank(b *testing.B) {
 	if sum == 0 {
 		b.Fatal("no positions")
 	}
+}
+
+// BenchmarkJoinGrowing joins b.N people into an empty room and reports the
+// slowest single join (max-ms) next to the average: what one unlucky
+// joiner, and everyone else in the room, waits while the line grows. Run
+// it to two million waiting:
+//
+//	go test -run '^$' -bench JoinGrowing -benchtime 2000000x ./memstore
+func BenchmarkJoinGrowing(b *testing.B) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	if _, _, err := s.PutRoom(ctx, "r", cfg, benchT0); err != nil {
+		b.Fatal(err)
+	}
+	var slowest time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := s.Join(ctx, "r", "", benchT0); err != nil {
+			b.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(t0))
+	}
+	b.ReportMetric(float64(slowest)/1e6, "max-ms")
 }

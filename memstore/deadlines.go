@@ -10,36 +10,49 @@ type deadline struct {
 	ticket int64
 }
 
-// deadlines is a binary min-heap ordered by (at, ticket).
-type deadlines []deadline
+// deadlines is a binary min-heap ordered by (at, ticket), in chunks: it
+// holds an entry per waiting session, so it grows with the line.
+type deadlines struct{ c chunked[deadline] }
 
-func (h deadlines) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+func (h *deadlines) len() int { return h.c.len() }
+
+// top returns the earliest entry; len must be positive.
+func (h *deadlines) top() deadline { return *h.c.at(0) }
+
+func (h *deadlines) less(i, j int) bool {
+	a, b := h.c.at(i), h.c.at(j)
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return h[i].ticket < h[j].ticket
+	return a.ticket < b.ticket
+}
+
+func (h *deadlines) swap(i, j int) {
+	a, b := h.c.at(i), h.c.at(j)
+	*a, *b = *b, *a
 }
 
 func (h *deadlines) push(d deadline) {
-	*h = append(*h, d)
-	s := *h
-	i := len(s) - 1
+	h.c.push(d)
+	i := h.c.len() - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !s.less(i, p) {
+		if !h.less(i, p) {
 			break
 		}
-		s[i], s[p] = s[p], s[i]
+		h.swap(i, p)
 		i = p
 	}
 }
 
 func (h *deadlines) pop() deadline {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
+	top := *h.c.at(0)
+	last := h.c.pop()
+	n := h.c.len()
+	if n == 0 {
+		return top
+	}
+	*h.c.at(0) = last
 	i := 0
 	for {
 		l := 2*i + 1
@@ -47,15 +60,14 @@ func (h *deadlines) pop() deadline {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && s.less(r, l) {
+		if r := l + 1; r < n && h.less(r, l) {
 			m = r
 		}
-		if !s.less(m, i) {
+		if !h.less(m, i) {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
+		h.swap(i, m)
 		i = m
 	}
-	*h = s
 	return top
 }

@@ -88,16 +88,16 @@ func (f fenwick) prefix(i int) int64 {
 	return s
 }
 
-// buildRanks makes ranks over n slots where set(i) says which are set, in O(n).
-func buildRanks(n int, set func(i int) bool) ranks {
-	nw := (n + 63) / 64
-	r := ranks{words: make([]uint64, nw, nw+nw/4+1), n: n}
-	for i := 0; i < n; i++ {
-		if set(i) {
-			r.words[i/64] |= 1 << (i % 64)
-		}
+// dropPrefix removes the first n slots (a multiple of 64) and rebuilds the
+// tree from the words that remain, in O(words).
+func (r *ranks) dropPrefix(n int) {
+	nw := copy(r.words, r.words[n/64:])
+	r.words = r.words[:nw]
+	r.n -= n
+	t := r.tree[:0]
+	for range nw + 1 {
+		t = append(t, 0)
 	}
-	t := make(fenwick, nw+1, nw+nw/4+2)
 	for i := 1; i <= nw; i++ {
 		t[i] += int32(bits.OnesCount64(r.words[i-1]))
 		if j := i + (i & -i); j <= nw {
@@ -105,5 +105,4 @@ func buildRanks(n int, set func(i int) bool) ranks {
 		}
 	}
 	r.tree = t
-	return r
 }

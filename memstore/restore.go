@@ -49,15 +49,14 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			if r.nWaiting == 0 {
 				r.base = x.Ticket
 			}
-			for r.base+int64(len(r.wait)) < x.Ticket {
-				r.wait = append(r.wait, rec{})
+			for r.base+int64(r.wait.len()) < x.Ticket {
+				r.wait.push(rec{})
 				r.ranks.push(false)
 			}
 			p.status = stWaiting
-			r.wait = append(r.wait, p)
+			q := r.wait.push(p)
 			r.ranks.push(true)
 			r.nWaiting++
-			q := &r.wait[len(r.wait)-1]
 			r.addKey(x.Ticket, q, x.Key)
 		case waitroom.StatusActive:
 			p.status = stActive
@@ -73,8 +72,8 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 	if r.nWaiting == 0 {
 		r.base = lastTicket + 1
 	}
-	for i := range r.wait {
-		if p := &r.wait[i]; p.status == stWaiting {
+	for i := range r.wait.len() {
+		if p := r.wait.at(i); p.status == stWaiting {
 			r.schedule(r.base+int64(i), p)
 		}
 	}

@@ -44,12 +44,12 @@ type room struct {
 	lastTicket int64
 	lastNow    int64
 
-	// Waiting sessions: wait[i] holds ticket base+i. Slots of tickets that
-	// are no longer waiting are empty. head is the first slot that may
+	// Waiting sessions: wait.at(i) holds ticket base+i. Slots of tickets
+	// that are no longer waiting are empty. head is the first slot that may
 	// hold a waiting session. When nobody waits the array is empty and
 	// base is the next ticket.
 	base     int64
-	wait     []rec
+	wait     chunked[rec]
 	head     int
 	ranks    ranks
 	nWaiting int
@@ -131,7 +131,7 @@ func (r *room) presenceShared(id string, activity bool, now int64) (s waitroom.S
 		return s, nil, false
 	}
 	now = max(now, atomic.LoadInt64(&r.lastNow))
-	if len(r.heap) > 0 && r.heap[0].at <= now {
+	if r.heap.len() > 0 && r.heap.top().at <= now {
 		return s, nil, false
 	}
 	if r.nWaiting > 0 && r.canAdmit() && r.tokenDue(now) {
@@ -176,8 +176,8 @@ func (r *room) hasTimer(st uint8) bool {
 
 // lookup returns the live session with ticket t, or nil.
 func (r *room) lookup(t int64) *rec {
-	if i := t - r.base; i >= 0 && i < int64(len(r.wait)) {
-		if p := &r.wait[i]; p.status == stWaiting {
+	if i := t - r.base; i >= 0 && i < int64(r.wait.len()) {
+		if p := r.wait.at(int(i)); p.status == stWaiting {
 			return p
 		}
 	}
@@ -229,7 +229,7 @@ func (r *room) schedule(t int64, p *rec) {
 
 // settle expires everything due at now, then admits into free slots.
 func (r *room) settle(now int64) (expired, admitted int) {
-	for len(r.heap) > 0 && r.heap[0].at <= now {
+	for r.heap.len() > 0 && r.heap.top().at <= now {
 		e := r.heap.pop()
 		p := r.lookup(e.ticket)
 		if p == nil || p.sched != e.at {
@@ -298,7 +298,7 @@ func (r *room) admit(now int64) int {
 	n := 0
 	for r.nWaiting > 0 && r.canAdmit() && r.takeToken(now) {
 		t := r.base + int64(r.head)
-		r.activate(t, &r.wait[r.head], now)
+		r.activate(t, r.wait.at(r.head), now)
 		n++
 	}
 	return n
@@ -329,34 +329,36 @@ func (r *room) unwait(t int64, p *rec) {
 		r.resetWaiting()
 		return
 	}
-	for r.wait[r.head].status != stWaiting {
+	for r.wait.at(r.head).status != stWaiting {
 		r.head++
 	}
-	// Drop the empty prefix once it is most of the array, so memory
-	// follows the line and not every ticket ever issued.
-	if r.head >= 4096 && r.head*2 >= len(r.wait) {
-		r.compact()
+	// Drop the chunks of the empty prefix once it is a quarter of the
+	// array, so memory follows the line and not every ticket ever issued.
+	// Nothing is copied but the chunk list and the rank tree (a 64th of
+	// the slots), and a quarter keeps even that O(1) per session.
+	if k := r.head >> chunkBits; k > 0 && r.head*4 >= r.wait.len() {
+		r.compact(k)
 	}
 }
 
 func (r *room) resetWaiting() {
-	if cap(r.wait) > 4096 {
-		r.wait, r.ranks = nil, ranks{}
+	r.wait.reset()
+	if cap(r.ranks.words) > chunkLen/64 {
+		r.ranks = ranks{}
 	} else {
-		r.wait = r.wait[:0]
 		r.ranks = ranks{words: r.ranks.words[:0], tree: r.ranks.tree[:0]}
 	}
 	r.head = 0
 	r.base = r.lastTicket + 1
 }
 
-func (r *room) compact() {
-	rest := make([]rec, len(r.wait)-r.head, (len(r.wait)-r.head)*5/4+16)
-	copy(rest, r.wait[r.head:])
-	r.base += int64(r.head)
-	r.wait = rest
-	r.head = 0
-	r.ranks = buildRanks(len(rest), func(i int) bool { return rest[i].status == stWaiting })
+// compact drops the first k chunks of the waiting array, all empty.
+func (r *room) compact(k int) {
+	n := k * chunkLen
+	r.wait.dropChunks(k)
+	r.ranks.dropPrefix(n)
+	r.base += int64(n)
+	r.head -= n
 }
 
 // end finishes live session t for reason and returns its final Session. It
@@ -458,15 +460,14 @@ func (r *room) join(key string, now int64) (int64, *rec) {
 		r.record(t, a, "")
 		return t, a
 	}
-	for r.base+int64(len(r.wait)) < t {
+	for r.base+int64(r.wait.len()) < t {
 		// Tickets that never waited here (restored state) keep their slots.
-		r.wait = append(r.wait, rec{})
+		r.wait.push(rec{})
 		r.ranks.push(false)
 	}
-	r.wait = append(r.wait, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting})
+	p := r.wait.push(rec{secret: id.Secret, joined: now, touch: now, status: stWaiting})
 	r.ranks.push(true)
 	r.nWaiting++
-	p := &r.wait[len(r.wait)-1]
 	r.addKey(t, p, key)
 	r.schedule(t, p)
 	r.record(t, p, "")
@@ -507,7 +508,7 @@ func (r *room) advance(n int, now int64) []waitroom.Session {
 	out := make([]waitroom.Session, 0, min(n, r.nWaiting))
 	for len(out) < n && r.nWaiting > 0 {
 		t := r.base + int64(r.head)
-		p := &r.wait[r.head]
+		p := r.wait.at(r.head)
 		if r.cfg.Mode == waitroom.ModeManual {
 			out = append(out, r.end(t, p, waitroom.ReasonServed, now))
 			continue
@@ -529,8 +530,8 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 	}
 	// Timeouts changed: deadlines may now be earlier than scheduled. This
 	// is O(n log n), and configuration changes are rare.
-	for i := r.head; i < len(r.wait); i++ {
-		if p := &r.wait[i]; p.status == stWaiting {
+	for i := r.head; i < r.wait.len(); i++ {
+		if p := r.wait.at(i); p.status == stWaiting {
 			p.sched = 0
 			r.schedule(r.base+int64(i), p)
 		}
@@ -544,8 +545,8 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 // next returns the earliest time something may be due, 0 for none.
 func (r *room) next() int64 {
 	var at int64
-	if len(r.heap) > 0 {
-		at = r.heap[0].at
+	if r.heap.len() > 0 {
+		at = r.heap.top().at
 	}
 	if rate := int64(r.cfg.RatePerMinute); rate > 0 && r.nWaiting > 0 && r.canAdmit() && r.units < 60_000 {
 		t := r.unitsAt + (60_000-r.units+rate-1)/rate

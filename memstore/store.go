@@ -317,7 +317,7 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	}
 	for r.nWaiting > 0 {
 		tk := r.base + int64(r.head)
-		r.end(tk, &r.wait[r.head], waitroom.ReasonRoomDeleted, t)
+		r.end(tk, r.wait.at(r.head), waitroom.ReasonRoomDeleted, t)
 	}
 	r.gone = true
 	after := s.commit(r)
@@ -595,13 +595,13 @@ func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([
 	}
 	size := page.Size()
 	out := make([]waitroom.Session, 0, min(size, r.nWaiting))
-	i := max(r.head, int(min(max(after+1-r.base, 0), int64(len(r.wait)))))
+	i := max(r.head, int(min(max(after+1-r.base, 0), int64(r.wait.len()))))
 	var pos int64
-	if i > 0 && i <= len(r.wait) {
+	if i > 0 && i <= r.wait.len() {
 		pos = r.ranks.rank(i - 1)
 	}
-	for ; i < len(r.wait) && len(out) < size; i++ {
-		p := &r.wait[i]
+	for ; i < r.wait.len() && len(out) < size; i++ {
+		p := r.wait.at(i)
 		if p.status != stWaiting {
 			continue
 		}
