@@ -34,10 +34,11 @@ func newBatch() *batch {
 // gathers, so one fsync serves every change that arrived during the
 // previous one.
 //
-// The caller that commits is one of those waiting anyway: handing the
-// batch to a writer goroutine and waking it for every commit cost more CPU
-// than the SQLite work itself on a small machine, and left the woken
-// callers queued behind a goroutine sleeping in fsync.
+// The caller that commits is one of those waiting anyway. With a writer
+// goroutine, that goroutine had to be woken for every commit, and the
+// callers it woke after a commit sat queued behind it (about 0.5 ms on two
+// cores) while it went straight back into fsync: at 256 connections the
+// HTTP durable join went from 0.41-0.46x hello-world to 0.54-0.57x.
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
