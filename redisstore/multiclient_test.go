@@ -138,26 +138,8 @@ func testProcesses(t *testing.T, newClient func() redis.UniversalClient, opts ..
 
 	var clock atomic.Int64
 	now := func() time.Time { return base.Add(time.Duration(clock.Add(1)) * time.Millisecond) }
-	var (
-		mu     sync.Mutex
-		issued []waitroom.Session
-		errs   []string
-	)
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) < 20 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
-	check := func(what string, s waitroom.Session) {
-		if s.Active > capacity {
-			report("%s: active %d > capacity %d", what, s.Active, capacity)
-		}
-		if s.Status == waitroom.StatusWaiting && (s.Position < 1 || s.Position > int64(s.Waiting)) {
-			report("%s: position %d outside 1..%d", what, s.Position, s.Waiting)
-		}
-	}
+	rec := &storetest.Recorder{Capacity: capacity}
+	report, check := rec.Report, rec.Check
 	var wg sync.WaitGroup
 	for pi, p := range ps {
 		for w := 0; w < workers; w++ {
@@ -176,11 +158,8 @@ func testProcesses(t *testing.T, newClient func() redis.UniversalClient, opts ..
 						s, err := st.Join(ctx, "r", key, now())
 						switch waitroom.ErrorCode(err) {
 						case "":
-							check("Join", s)
+							rec.Issued(s)
 							mine = append(mine, s)
-							mu.Lock()
-							issued = append(issued, s)
-							mu.Unlock()
 						case waitroom.CodeAlreadyJoined:
 						default:
 							report("Join: %v", err)
@@ -219,12 +198,13 @@ func testProcesses(t *testing.T, newClient func() redis.UniversalClient, opts ..
 		}
 	}
 	wg.Wait()
-	for _, e := range errs {
+	for _, e := range rec.Errors() {
 		t.Error(e)
 	}
 	if t.Failed() {
 		return
 	}
+	issued := rec.Sessions()
 	// Both processes read the same state.
 	for _, p := range ps {
 		storetest.CheckInvariants(t, p.store, "r", issued, capacity)

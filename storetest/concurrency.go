@@ -33,26 +33,8 @@ func testConcurrency(f *fixture) {
 	var clock atomic.Int64
 	now := func() time.Time { return at(time.Duration(clock.Add(1)) * msec) }
 
-	var (
-		mu     sync.Mutex
-		issued []waitroom.Session // every session a Join returned
-		errs   []string
-	)
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) < 20 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
-	checkTotals := func(what string, s waitroom.Session) {
-		if s.Active > capacity {
-			report("%s reported active %d > capacity %d", what, s.Active, capacity)
-		}
-		if s.Status == waitroom.StatusWaiting && (s.Position < 1 || s.Position > int64(s.Waiting)) {
-			report("%s: position %d outside 1..%d", what, s.Position, s.Waiting)
-		}
-	}
+	rec := &Recorder{Capacity: capacity}
+	report, checkTotals := rec.Report, rec.Check
 
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -71,11 +53,8 @@ func testConcurrency(f *fixture) {
 					s, err := f.s.Join(f.ctx, "r", key, now())
 					switch waitroom.ErrorCode(err) {
 					case "":
-						checkTotals("Join", s)
+						rec.Issued(s)
 						mine = append(mine, s)
-						mu.Lock()
-						issued = append(issued, s)
-						mu.Unlock()
 					case waitroom.CodeAlreadyJoined:
 					default:
 						report("Join(key %q) error = %v", key, err)
@@ -132,13 +111,13 @@ func testConcurrency(f *fixture) {
 		}(w)
 	}
 	wg.Wait()
-	for _, e := range errs {
+	for _, e := range rec.Errors() {
 		f.t.Error(e)
 	}
 	if f.t.Failed() {
 		return
 	}
-	checkRoomInvariants(f.t, f, "r", issued, capacity)
+	checkRoomInvariants(f.t, f, "r", rec.Sessions(), capacity)
 }
 
 // checkRoomInvariants reads the room, its waiting line and every issued
