@@ -47,48 +47,42 @@ func standalone(t *testing.T) redis.UniversalClient {
 func TestStandalone(t *testing.T) {
 	t.Parallel()
 	addr := redistest.Server(t)
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = client.Close() })
-	t.Run("Conformance", func(t *testing.T) {
-		t.Parallel()
-		storetest.Run(t, newStoreOn(client))
-	})
-	t.Run("Model", func(t *testing.T) {
-		t.Parallel()
-		storetest.RunModel(t, newStoreOn(client))
-	})
-	t.Run("ModelSmallBatches", func(t *testing.T) {
-		t.Parallel()
-		storetest.RunModel(t, newStoreOn(client, redisstore.WithExpiryBatch(1)))
-	})
-	t.Run("TwoProcesses", func(t *testing.T) {
-		t.Parallel()
-		testProcesses(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) })
-	})
+	runSuites(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) }, true)
 }
 
 // TestCluster runs the same against a three-master Redis Cluster, where
-// events go over sharded pub/sub.
+// events go over sharded pub/sub, and two processes again on classic
+// pub/sub.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	addrs := redistest.Cluster(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	runSuites(t, func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) }, false)
+}
+
+// runSuites runs the suites on clients from newClient, in parallel. On a
+// standalone server the model also runs with an expiry batch of one; on a
+// Cluster the two processes also run on classic pub/sub.
+func runSuites(t *testing.T, newClient func() redis.UniversalClient, standalone bool) {
+	client := newClient()
 	t.Cleanup(func() { _ = client.Close() })
-	t.Run("Conformance", func(t *testing.T) {
-		t.Parallel()
-		storetest.Run(t, newStoreOn(client))
-	})
-	t.Run("Model", func(t *testing.T) {
-		t.Parallel()
-		storetest.RunModel(t, newStoreOn(client))
-	})
-	t.Run("TwoProcesses", func(t *testing.T) {
-		t.Parallel()
-		testProcesses(t, func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) })
-	})
-	t.Run("TwoProcessesClassicPubSub", func(t *testing.T) {
-		t.Parallel()
-		testProcesses(t, func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) },
-			redisstore.WithShardedPubSub(false))
-	})
+	suites := map[string]func(t *testing.T){
+		"Conformance":  func(t *testing.T) { storetest.Run(t, newStoreOn(client)) },
+		"Model":        func(t *testing.T) { storetest.RunModel(t, newStoreOn(client)) },
+		"TwoProcesses": func(t *testing.T) { testProcesses(t, newClient) },
+	}
+	if standalone {
+		suites["ModelSmallBatches"] = func(t *testing.T) {
+			storetest.RunModel(t, newStoreOn(client, redisstore.WithExpiryBatch(1)))
+		}
+	} else {
+		suites["TwoProcessesClassicPubSub"] = func(t *testing.T) {
+			testProcesses(t, newClient, redisstore.WithShardedPubSub(false))
+		}
+	}
+	for name, run := range suites {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			run(t)
+		})
+	}
 }
