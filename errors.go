@@ -29,8 +29,12 @@ const (
 	CodeRoomNotEmpty     Code = "room_not_empty" // delete of a room with live sessions
 	CodeBodyTooLarge     Code = "body_too_large"
 	CodeRateLimited      Code = "rate_limited"
-	CodeRoomFull         Code = "room_full"   // a cap on sessions or memory refuses the join
-	CodeUnavailable      Code = "unavailable" // the store cannot be reached or has failed
+	CodeRoomFull         Code = "room_full"      // a cap on sessions or memory refuses the join
+	CodeRoomClosed       Code = "room_closed"    // a join after the room's closes_at
+	CodeDrawDone         Code = "draw_done"      // a change to opens_at after the room's draw took place
+	CodeSoldOut          Code = "sold_out"       // a join after the room's inventory sold out
+	CodeStockConflict    Code = "stock_conflict" // a stock change the counts do not allow (selling more than is reserved)
+	CodeUnavailable      Code = "unavailable"    // the store cannot be reached or has failed
 	CodeInternal         Code = "internal"
 )
 

@@ -21,6 +21,9 @@ func FuzzParseRoomConfig(f *testing.F) {
 		`{"grace":30}`, `{"grace":"-1s"}`, `{"capacity":-1}`, `{"capacty":1}`, `{} {}`, `{"capacity":5}x`,
 		`{"active_timeout":"8784h"}`, `{"active_timeout":"1.5ms"}`, `{"capacity":1e3}`, `{"capacity":1.5}`,
 		`{"mode":"manual","mode":"auto"}`, `{"max_session":"\u0031s"}`,
+		`{"opens_at":"2030-01-01T10:00:00Z","closes_at":"2030-01-01T12:00:00+01:00"}`, `{"opens_at":"2030-01-01T10:00:00.123456789-07:00"}`,
+		`{"opens_at":"tomorrow"}`, `{"closes_at":5}`, `{"opens_at":"2030-01-01T10:00:00Z","closes_at":"2030-01-01T10:00:00Z"}`,
+		`{"opens_at":"0001-01-01T00:00:00Z"}`, `{"opens_at":"9999-12-31T23:59:59Z"}`, `{"opens_at":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -60,6 +63,8 @@ func FuzzParseSessionID(f *testing.F) {
 	f.Add(waitroom.NewSessionID(1 << 62).String())
 	f.Add(rawID(0, 1))
 	f.Add(rawID(1<<62+1, 1))
+	f.Add(waitroom.NewEntryID(1).String())
+	f.Add(waitroom.NewEntryID(waitroom.MaxEntry).String())
 	f.Add("AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA")
 	f.Add("AAAAAAAAAAE+AAAAAAAAAAAAAAAAAAA=")
 	f.Add("A0000\r000000000000000000000000000") // base64 would skip the \r
@@ -71,7 +76,8 @@ func FuzzParseSessionID(f *testing.F) {
 		stdOK := stdErr == nil && len(raw) == 24 && len(s) == waitroom.SessionIDLen
 		if stdOK {
 			t := binary.BigEndian.Uint64(raw[:8])
-			stdOK = t >= 1 && t <= 1<<62
+			e := t &^ (1 << 63) // an entry id: the top bit set, then 1..2^62
+			stdOK = (t >= 1 && t <= 1<<62) || (t&(1<<63) != 0 && e >= 1 && e <= 1<<62)
 		}
 		if stdOK != (err == nil) {
 			t.Fatalf("ParseSessionID(%q) error = %v, but encoding/base64 accepts it: %v", s, err, stdOK)
@@ -85,8 +91,8 @@ func FuzzParseSessionID(f *testing.F) {
 			}
 			return
 		}
-		if id.Ticket < 1 || id.Ticket > 1<<62 {
-			t.Fatalf("ParseSessionID(%q) ticket = %d, want 1..2^62", s, id.Ticket)
+		if (id.Ticket < 1 || id.Ticket > 1<<62 || id.Entry != 0) && (id.Entry < 1 || id.Entry > waitroom.MaxEntry || id.Ticket != 0) {
+			t.Fatalf("ParseSessionID(%q) = ticket %d entry %d, want one of them in 1..2^62 and the other 0", s, id.Ticket, id.Entry)
 		}
 		if got := id.String(); got != s {
 			t.Fatalf("ParseSessionID(%q).String() = %q, want the input (one spelling per id)", s, got)
@@ -212,6 +218,8 @@ func FuzzSessionJSON(f *testing.F) {
 	f.Add([]byte(`{"id":"\u00e9\u2028"}`))
 	f.Add([]byte(`{"id":"\u0000\u0007","room":"\udb40\udc01<&>","key":"\"\\"}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"status":"waiting","ticket":0,"entry":"s:x","opens_at":"2030-01-01T00:00:00Z","entrants":12}`))
+	f.Add([]byte(`{"status":"active","opens_at":"2030-01-01T00:00:00Z","entrants":-3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s waitroom.Session
 		if err := json.Unmarshal(data, &s); err != nil {
@@ -239,6 +247,13 @@ func FuzzSessionJSON(f *testing.F) {
 		if want.Status != waitroom.StatusWaiting {
 			want.ETA = nil
 		}
+		if want.Status != waitroom.StatusWaiting || want.OpensAt.IsZero() {
+			want.OpensAt, want.Entrants = time.Time{}, 0
+		}
+		if y := want.OpensAt.UTC().Year(); y < 1 || y > 9999 {
+			return
+		}
+		want.OpensAt = msUTC(want.OpensAt)
 		want.JoinedAt = msUTC(want.JoinedAt)
 		want.AdmittedAt = msUTC(want.AdmittedAt)
 		want.EndedAt = msUTC(want.EndedAt)

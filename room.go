@@ -129,7 +129,29 @@ type RoomConfig struct {
 	// waiting page's ?return_to= may send an admitted session back to;
 	// any other return_to is ignored, so the page is no open redirect.
 	ReturnOrigins []string `json:"return_origins,omitempty"`
+	// OpensAt schedules the room's opening: joins before it enter a
+	// pre-queue, and at it every entrant gets a ticket in a verifiable
+	// draw (see DrawRecord). Zero means the room is open.
+	OpensAt time.Time `json:"opens_at,omitzero"`
+	// ClosesAt ends joining: a join at or after it fails with
+	// CodeRoomClosed. Those already in line still get their turn.
+	ClosesAt time.Time `json:"closes_at,omitzero"`
+	// Inventory, when set, is the stock the room sells: each automatic
+	// admission reserves a unit for the admitted session, admission stops
+	// while none is left to reserve, and once all are sold the line ends
+	// (ReasonSoldOut) and joins fail with CodeSoldOut. See Store.Stock.
+	Inventory *int64 `json:"inventory,omitempty"`
 }
+
+// MaxInventory is the largest inventory a room may have.
+const MaxInventory = 1_000_000_000
+
+// Bounds on opens_at and closes_at: far enough apart for any real drop,
+// close enough to keep millisecond arithmetic and four-digit years.
+var (
+	MinScheduleTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxScheduleTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+)
 
 // Limits on the page fields of a configuration.
 const (
@@ -193,7 +215,38 @@ func (c RoomConfig) Validate() error {
 			return bad("return_origins: %s", err)
 		}
 	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"opens_at", c.OpensAt}, {"closes_at", c.ClosesAt}} {
+		if !f.t.IsZero() && (f.t.Before(MinScheduleTime) || !f.t.Before(MaxScheduleTime)) {
+			return bad("%s must lie between %s and %s.", f.name, MinScheduleTime.Format(time.RFC3339), MaxScheduleTime.Format(time.RFC3339))
+		}
+	}
+	if c.Inventory != nil && (*c.Inventory < 0 || *c.Inventory > MaxInventory) {
+		return bad("inventory must be between 0 and %d, not %d.", MaxInventory, *c.Inventory)
+	}
+	if !c.OpensAt.IsZero() && !c.ClosesAt.IsZero() && !c.ClosesAt.After(c.OpensAt) {
+		return bad("closes_at (%s) must be after opens_at (%s); move closes_at later or opens_at earlier.",
+			c.ClosesAt.UTC().Format(time.RFC3339), c.OpensAt.UTC().Format(time.RFC3339))
+	}
 	return nil
+}
+
+// Normalize returns c with its times in UTC at millisecond resolution, the
+// form every store keeps.
+func (c RoomConfig) Normalize() RoomConfig {
+	if c.Inventory != nil {
+		v := *c.Inventory // never share the caller's
+		c.Inventory = &v
+	}
+	if !c.OpensAt.IsZero() {
+		c.OpensAt = time.UnixMilli(c.OpensAt.UnixMilli()).UTC()
+	}
+	if !c.ClosesAt.IsZero() {
+		c.ClosesAt = time.UnixMilli(c.ClosesAt.UnixMilli()).UTC()
+	}
+	return c
 }
 
 // checkTarget accepts an absolute http(s) URL or a path on this server.
@@ -238,9 +291,14 @@ func ParseRoomConfig(data []byte) (RoomConfig, error) {
 		return c, nil
 	}
 	if err := DecodeJSON(data, &c); err != nil {
+		var pe *time.ParseError
+		if errors.As(err, &pe) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+			return RoomConfig{}, &Error{Code: CodeInvalidConfig, Err: err,
+				Message: "opens_at and closes_at are RFC 3339 times as strings, such as \"2030-06-01T18:00:00Z\" or \"2030-06-01T20:00:00+02:00\"."}
+		}
 		return RoomConfig{}, err
 	}
-	return c, c.Validate()
+	return c.Normalize(), c.Validate()
 }
 
 // DecodeJSON decodes exactly one JSON value from data into v, refusing unknown
@@ -347,6 +405,20 @@ type Room struct {
 	Active  int `json:"active"`
 	// LastTicket is the highest ticket issued so far (0 before any join).
 	LastTicket int64 `json:"last_ticket"`
+	// Entrants counts the pre-queue of a scheduled room before its draw.
+	Entrants int `json:"entrants,omitempty"`
+	// Admissions counts the sessions admitted (or, in a manual room,
+	// served) since the room was created; Inversions those of them
+	// admitted while a smaller ticket had been admitted before: a measure
+	// of first come, first served that is 0 unless the order broke.
+	Admissions int64 `json:"admissions"`
+	Inversions int64 `json:"inversions"`
+	// Sold and Reserved count units of a room with an Inventory;
+	// Remaining is Inventory - Sold - Reserved. All three are zero (and
+	// Remaining absent from JSON) without one.
+	Sold      int64  `json:"sold,omitempty"`
+	Reserved  int64  `json:"reserved,omitempty"`
+	Remaining *int64 `json:"remaining,omitempty"`
 }
 
 // Equal reports whether c and d configure a room the same way (a nil and an
@@ -355,11 +427,15 @@ func (c RoomConfig) Equal(d RoomConfig) bool {
 	return c.Mode == d.Mode && c.Capacity == d.Capacity && c.RatePerMinute == d.RatePerMinute &&
 		c.ActiveTimeout == d.ActiveTimeout && c.MaxSession == d.MaxSession &&
 		c.WaitingTimeout == d.WaitingTimeout && c.Grace == d.Grace && c.Paused == d.Paused &&
-		c.TargetURL == d.TargetURL && slices.Equal(c.ReturnOrigins, d.ReturnOrigins)
+		c.TargetURL == d.TargetURL && slices.Equal(c.ReturnOrigins, d.ReturnOrigins) &&
+		c.OpensAt.Equal(d.OpensAt) && c.ClosesAt.Equal(d.ClosesAt) &&
+		(c.Inventory == nil) == (d.Inventory == nil) && (c.Inventory == nil || *c.Inventory == *d.Inventory)
 }
 
 // Equal reports whether r and o hold the same configuration and counts.
 func (r Room) Equal(o Room) bool {
 	return r.Name == o.Name && r.RoomConfig.Equal(o.RoomConfig) && r.Waiting == o.Waiting &&
-		r.Active == o.Active && r.LastTicket == o.LastTicket
+		r.Active == o.Active && r.LastTicket == o.LastTicket && r.Entrants == o.Entrants &&
+		r.Admissions == o.Admissions && r.Inversions == o.Inversions && r.Sold == o.Sold && r.Reserved == o.Reserved &&
+		(r.Remaining == nil) == (o.Remaining == nil) && (r.Remaining == nil || *r.Remaining == *o.Remaining)
 }

@@ -43,6 +43,7 @@ const (
 	ReasonNoPresence  Reason = "no_presence"  // StatusExpired: waiting with no presence for waiting_timeout
 	ReasonGone        Reason = "gone"         // StatusExpired: went away and did not come back within grace
 	ReasonRoomDeleted Reason = "room_deleted" // StatusExpired: the room was deleted with force
+	ReasonSoldOut     Reason = "sold_out"     // StatusExpired: waiting when the room's inventory sold out
 )
 
 // Status returns the final status a session ending for reason r gets.
@@ -78,6 +79,20 @@ type Session struct {
 	EndedAt    time.Time
 	// EndReason says why a final session ended.
 	EndReason Reason
+	// OpensAt is the opening of a scheduled room, set on a session that
+	// waits in its pre-queue (Ticket 0, no Position until the draw).
+	OpensAt time.Time
+	// Entrants is how many wait in the pre-queue, set with OpensAt.
+	Entrants int
+	// Entry is the public name of a session that entered a pre-queue, as
+	// the published draw lists it.
+	Entry string
+	// Stocked says the room has an inventory; Remaining is then how many
+	// units are neither sold nor reserved, and Unit whether this (active)
+	// session holds a reserved unit.
+	Stocked   bool
+	Remaining int64
+	Unit      bool
 	// Pass is the signed pass of an active session (a JWT the gate and the
 	// protected app check offline). Stores never set it: the server fills it
 	// in on the way out, so it is empty in anything a store returns.
@@ -142,6 +157,23 @@ func (s Session) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, s.ETA.Low, 10)
 		b = append(b, `,"eta_high_seconds":`...)
 		b = strconv.AppendInt(b, s.ETA.High, 10)
+	}
+	if s.Entry != "" {
+		b = append(b, `,"entry":`...)
+		b = appendString(b, s.Entry)
+	}
+	if s.Stocked {
+		b = append(b, `,"remaining":`...)
+		b = strconv.AppendInt(b, s.Remaining, 10)
+		if s.Status == StatusActive {
+			b = append(b, `,"unit":`...)
+			b = strconv.AppendBool(b, s.Unit)
+		}
+	}
+	if !s.OpensAt.IsZero() && s.Status == StatusWaiting {
+		b = appendTime(b, `,"opens_at":"`, s.OpensAt)
+		b = append(b, `,"entrants":`...)
+		b = strconv.AppendInt(b, int64(s.Entrants), 10)
 	}
 	b = appendTime(b, `,"joined_at":"`, s.JoinedAt)
 	b = appendTime(b, `,"admitted_at":"`, s.AdmittedAt)
@@ -265,6 +297,11 @@ type sessionJSON struct {
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
 	EndReason  Reason     `json:"end_reason,omitempty"`
 	Pass       string     `json:"pass,omitempty"`
+	Entry      string     `json:"entry,omitempty"`
+	OpensAt    *time.Time `json:"opens_at,omitempty"`
+	Entrants   int        `json:"entrants,omitempty"`
+	Remaining  *int64     `json:"remaining,omitempty"`
+	Unit       bool       `json:"unit,omitempty"`
 }
 
 // UnmarshalJSON reads the API's Session object.
@@ -276,7 +313,10 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	*s = Session{
 		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
-		EndReason: w.EndReason, Pass: w.Pass,
+		EndReason: w.EndReason, Pass: w.Pass, Entry: w.Entry, Entrants: w.Entrants, Unit: w.Unit,
+	}
+	if w.Remaining != nil {
+		s.Stocked, s.Remaining = true, *w.Remaining
 	}
 	if w.ETA != nil {
 		s.ETA = &ETA{Seconds: *w.ETA}
@@ -290,7 +330,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	for _, p := range []struct {
 		dst *time.Time
 		src *time.Time
-	}{{&s.JoinedAt, w.JoinedAt}, {&s.AdmittedAt, w.AdmittedAt}, {&s.EndedAt, w.EndedAt}} {
+	}{{&s.OpensAt, w.OpensAt}, {&s.JoinedAt, w.JoinedAt}, {&s.AdmittedAt, w.AdmittedAt}, {&s.EndedAt, w.EndedAt}} {
 		if p.src != nil {
 			*p.dst = *p.src
 		}
@@ -302,9 +342,27 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 // Whoever holds the string form owns the session. The ticket is public (it is
 // in every Session); the secret is what makes the id unguessable, and stores
 // compare it in constant time.
+//
+// A session that joins a scheduled room before it opens has no ticket yet:
+// its id carries its entry number in the pre-queue instead (Entry, with
+// Ticket 0), and keeps that id after the draw gives it a ticket.
 type SessionID struct {
 	Ticket int64
+	Entry  int64
 	Secret [16]byte
+}
+
+// entryBit marks the 8-byte number of an id as an entry number.
+const entryBit = 1 << 63
+
+// MaxEntry is the largest pre-queue entry number.
+const MaxEntry = 1 << 62
+
+// NewEntryID returns an id for pre-queue entry n with a fresh random secret.
+func NewEntryID(n int64) SessionID {
+	id := SessionID{Entry: n}
+	_, _ = rand.Read(id.Secret[:])
+	return id
 }
 
 // SessionIDLen is the length of a session id's string form.
@@ -322,7 +380,11 @@ func NewSessionID(ticket int64) SessionID {
 // encoding the 8-byte big-endian ticket followed by the secret.
 func (id SessionID) String() string {
 	var raw [24]byte
-	binary.BigEndian.PutUint64(raw[:8], uint64(id.Ticket))
+	if id.Entry != 0 {
+		binary.BigEndian.PutUint64(raw[:8], uint64(id.Entry)|entryBit)
+	} else {
+		binary.BigEndian.PutUint64(raw[:8], uint64(id.Ticket))
+	}
 	copy(raw[8:], id.Secret[:])
 	return base64.RawURLEncoding.EncodeToString(raw[:])
 }
@@ -352,10 +414,16 @@ func ParseSessionID(s string) (SessionID, error) {
 		raw[3*i], raw[3*i+1], raw[3*i+2] = byte(v>>16), byte(v>>8), byte(v)
 	}
 	t := binary.BigEndian.Uint64(raw[:8])
-	if t == 0 || t > 1<<62 {
+	if t&entryBit != 0 {
+		if t &^= entryBit; t == 0 || t > MaxEntry {
+			return id, errBadID
+		}
+		id.Entry = int64(t)
+	} else if t == 0 || t > 1<<62 {
 		return id, errBadID
+	} else {
+		id.Ticket = int64(t)
 	}
-	id.Ticket = int64(t)
 	copy(id.Secret[:], raw[8:])
 	return id, nil
 }

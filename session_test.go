@@ -182,12 +182,12 @@ func sameSession(a, b waitroom.Session) bool {
 	if (a.ETA == nil) != (b.ETA == nil) || (a.ETA != nil && *a.ETA != *b.ETA) {
 		return false
 	}
-	if !a.JoinedAt.Equal(b.JoinedAt) || !a.AdmittedAt.Equal(b.AdmittedAt) || !a.EndedAt.Equal(b.EndedAt) {
+	if !a.JoinedAt.Equal(b.JoinedAt) || !a.AdmittedAt.Equal(b.AdmittedAt) || !a.EndedAt.Equal(b.EndedAt) || !a.OpensAt.Equal(b.OpensAt) {
 		return false
 	}
 	a.ETA, b.ETA = nil, nil
-	a.JoinedAt, a.AdmittedAt, a.EndedAt = time.Time{}, time.Time{}, time.Time{}
-	b.JoinedAt, b.AdmittedAt, b.EndedAt = time.Time{}, time.Time{}, time.Time{}
+	a.JoinedAt, a.AdmittedAt, a.EndedAt, a.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	b.JoinedAt, b.AdmittedAt, b.EndedAt, b.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return a == b
 }
 

@@ -120,6 +120,26 @@ type Store interface {
 	// id that is malformed or unknown gives a zero Session (empty ID).
 	Sessions(ctx context.Context, room string, ids []string) ([]Session, error)
 
+	// Stock changes the stock of a room with an Inventory, and reports the
+	// room after it. StockSold moves n reserved units to sold, StockReleased
+	// gives n reserved units back, both taking the units of the active
+	// sessions with the smallest tickets; with id, they act on that one
+	// session's unit instead (n is ignored). StockSet makes the inventory
+	// n (also in the room's configuration). A change the counts do not
+	// allow (selling more than is reserved, an inventory below what is
+	// sold and reserved, a session without a unit) fails with
+	// CodeStockConflict and changes nothing; a room without an inventory
+	// fails the same way. Units given back are reserved for the next in
+	// line at once; once everything is sold, the line ends with
+	// ReasonSoldOut.
+	Stock(ctx context.Context, room string, op StockOp, n int64, id string, now time.Time) (Room, error)
+
+	// Draw returns the room's draw record (see DrawRecord): the commitment
+	// and the pre-queue's size while the room is scheduled, everything
+	// once the draw took place. A room that was never scheduled fails with
+	// CodeNotFound.
+	Draw(ctx context.Context, room string) (DrawRecord, error)
+
 	// Subscribe calls fn with every event of this store, after the change
 	// is durable, until cancel is called. fn runs on the goroutine that made
 	// the change and must not block or call back into the store.
@@ -157,6 +177,16 @@ func (p Page) Size() int {
 	return p.Limit
 }
 
+// StockOp is a change to a room's stock (see Store.Stock).
+type StockOp string
+
+// The stock changes.
+const (
+	StockSold     StockOp = "sold"
+	StockReleased StockOp = "released"
+	StockSet      StockOp = "set"
+)
+
 // MaxAdvance is the most sessions one Advance call moves.
 const MaxAdvance = 10_000
 
@@ -192,11 +222,46 @@ type Event struct {
 	Waiting, Active int
 	// LastTicket is the room's highest ticket after the change.
 	LastTicket int64
+	// Admissions, Inversions and MaxAdmitted are the room's fairness
+	// counts after the change (see Room), and Sold its units sold: durable
+	// stores keep them.
+	Admissions, Inversions, MaxAdmitted, Sold int64
+	// Units lists active sessions whose unit was sold or released (Unit
+	// false) outside a status change; a session admitted with a unit has
+	// Unit set in its Change.
+	Units []UnitChange
+	// Draw is set when the room's draw state changed: on a config event
+	// that scheduled the room (its new seed, for durable stores to keep)
+	// and on the event of the draw itself. It holds the secret seed:
+	// consumers must never send it anywhere before Drawn.
+	Draw *DrawState
 	// Remote is set on events that another process made (shared backends).
 	// A Remote event with no Changes is a resynchronisation hint, sent when
 	// a shared store reconnects or first notices a room: something may
 	// have changed unseen, so consumers should re-read the room.
 	Remote bool
+}
+
+// DrawState is a scheduled room's draw as a store keeps it.
+type DrawState struct {
+	Seed    DrawSeed
+	OpensAt time.Time
+	Drawn   bool
+	DrawnAt time.Time
+	// FirstTicket, Entries and Digest are set once Drawn. Entries is in
+	// draw order and EntryNumbers, aligned with it, gives each entrant's
+	// number in the pre-queue (the Entry of its SessionID). They are
+	// shared: read them, never change them.
+	FirstTicket  int64
+	Entries      []DrawEntry
+	EntryNumbers []int64
+	Digest       string
+}
+
+// UnitChange is an active session's reserved unit taken or given.
+type UnitChange struct {
+	Ticket int64
+	Unit   bool
 }
 
 // Change is one session's status change. Session holds the state after it

@@ -14,7 +14,9 @@
 //     loopback TCP, against a hello-world handler on the same kind of
 //     server: the ceiling of this machine's HTTP stack;
 //   - redisstore against the seed's Redis command sequence at 64 and 256
-//     concurrent callers, on a redis-server the suite starts itself.
+//     concurrent callers, on a redis-server the suite starts itself;
+//   - the draw of a scheduled room with 100,000 entrants, on the embedded
+//     store and on Redis, against writing as many rows or members bare.
 //
 // Subject and baseline are measured in the same run, interleaved in rounds,
 // so a machine that slows down mid-run slows both.
@@ -58,14 +60,17 @@ type Options struct {
 	// removed afterwards.
 	Dir string
 	// Only, when set, limits the run to these groups of rows: "engine",
-	// "durable", "http", "redis".
+	// "durable", "http", "redis", "draw".
 	Only []string
+	// DrawEntrants is how many entrants the draw rows draw; default
+	// DrawEntrants, a quarter of that when Quick.
+	DrawEntrants int
 	// Progress, when set, gets a line as each row is measured.
 	Progress io.Writer
 }
 
 // Groups are the groups of rows, in the order a run measures them.
-var Groups = []string{"engine", "durable", "http", "redis"}
+var Groups = []string{"engine", "durable", "http", "redis", "draw"}
 
 func (o *Options) wants(group string) bool {
 	return len(o.Only) == 0 || slices.Contains(o.Only, group)
@@ -150,6 +155,12 @@ func (o *Options) defaults() {
 	if len(o.Callers) == 0 {
 		o.Callers = DefaultCallers
 	}
+	if o.DrawEntrants <= 0 {
+		o.DrawEntrants = DrawEntrants
+		if o.Quick {
+			o.DrawEntrants /= 4
+		}
+	}
 }
 
 // Run measures every row and returns the table. A row whose setup fails
@@ -194,6 +205,7 @@ func Run(ctx context.Context, opt Options) (*Table, error) {
 		"durable": func() []Row { return durableRows(ctx, opt, opt.Dir) },
 		"http":    func() []Row { return httpRows(ctx, opt, opt.Dir) },
 		"redis":   func() []Row { return redisRows(ctx, opt, opt.Dir) },
+		"draw":    func() []Row { return drawRows(ctx, opt, opt.Dir) },
 	}
 	for _, g := range Groups {
 		if !opt.wants(g) {

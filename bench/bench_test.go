@@ -175,6 +175,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	tab, err := Run(context.Background(), Options{
 		Sizes: []int{200, 1000}, Time: 30 * time.Millisecond, Rounds: 2, Callers: []int{4}, RedisServer: redisServer, Dir: t.TempDir(),
+		DrawEntrants: 500,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestRunSmall(t *testing.T) {
 	var b bytes.Buffer
 	Render(&b, tab)
 	t.Logf("\n%s", b.String())
-	wantRows := 3*2 + 1 + 4 + 2
+	wantRows := 3*2 + 1 + 4 + 2 + 2
 	if len(tab.Rows) != wantRows {
 		t.Fatalf("%d rows, want %d", len(tab.Rows), wantRows)
 	}

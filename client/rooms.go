@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -17,6 +18,19 @@ type RoomStatus struct {
 	Active   int           `json:"active"`
 	Waiting  int           `json:"waiting"`
 	Paused   bool          `json:"paused"`
+	// OpensAt and Entrants describe a scheduled room's pre-queue;
+	// ClosesAt ends joining.
+	OpensAt  time.Time `json:"opens_at,omitzero"`
+	ClosesAt time.Time `json:"closes_at,omitzero"`
+	Entrants int       `json:"entrants,omitempty"`
+}
+
+// Draw reads a scheduled room's published draw: the commitment before the
+// opening, the whole draw after it (see waitroom.VerifyDraw).
+func (c *Client) Draw(ctx context.Context, room string) (waitroom.DrawRecord, error) {
+	var d waitroom.DrawRecord
+	err := c.do(ctx, call{method: http.MethodGet, path: roomPath(room, "draw"), out: &d})
+	return d, err
 }
 
 // Room reads a room's public status.

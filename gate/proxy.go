@@ -112,7 +112,8 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // command carries out a Waitroom-Command response header of the app and
 // removes it: "revoke" ends the admitted visitor's session and clears the
-// pass cookie.
+// pass cookie; "sold" and "release" tell a room with an inventory that the
+// visitor bought its reserved unit, or gave it back.
 func (g *Gate) command(ctx context.Context, h http.Header, r *http.Request) {
 	cmd := h.Values(HeaderCommand)
 	if len(cmd) == 0 {
@@ -124,6 +125,19 @@ func (g *Gate) command(ctx context.Context, h http.Header, r *http.Request) {
 		return
 	}
 	for _, v := range cmd {
+		var op waitroom.StockOp
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "sold":
+			op = waitroom.StockSold
+		case "release":
+			op = waitroom.StockReleased
+		}
+		if op != "" {
+			if _, err := g.store.Stock(context.WithoutCancel(ctx), c.Room, op, 0, c.Session, g.clock.Now()); err != nil {
+				g.log.Warn("gate: a stock command failed", "room", c.Room, "command", op, "err", err)
+			}
+			continue
+		}
 		if strings.EqualFold(strings.TrimSpace(v), "revoke") {
 			if err := g.Revoke(context.WithoutCancel(ctx), c.Room, c.Session); err != nil {
 				g.log.Warn("gate: revoking a session failed", "room", c.Room, "err", err)

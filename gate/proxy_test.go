@@ -319,3 +319,40 @@ func TestForwardAuthUntrustedPeerHasNoReturn(t *testing.T) {
 		t.Errorf("forward-auth from an untrusted peer: Location %q, want the waiting page without return_to", loc)
 	}
 }
+
+// TestMiddlewareStockCommands checks that the app's Waitroom-Command: sold
+// and release reach the room's stock for the visitor's session, and that
+// the header never reaches the client.
+func TestMiddlewareStockCommands(t *testing.T) {
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 5
+	inv := int64(3)
+	cfg.Inventory = &inv
+	e := newEnv(t, envConfig{room: cfg})
+	a, b := e.join(), e.join()
+	for _, tc := range []struct {
+		s                         waitroom.Session
+		cmd                       string
+		sold, reserved, remaining int64
+	}{
+		{a, "sold", 1, 1, 1},
+		{b, " Release ", 1, 0, 2},
+		{b, "release", 1, 0, 2}, // nothing left to release: refused, logged, changes nothing
+	} {
+		h := e.gate.Middleware("default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(HeaderCommand, tc.cmd)
+			w.WriteHeader(http.StatusOK)
+		}))
+		r := httptest.NewRequest(http.MethodGet, "/buy", nil)
+		r.Header.Set("Authorization", "Bearer "+e.pass(tc.s))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || w.Header().Get(HeaderCommand) != "" {
+			t.Errorf("%q: got %d with command header %q, want 200 without it", tc.cmd, w.Code, w.Header().Get(HeaderCommand))
+		}
+		room, err := e.store.Room(context.Background(), "default")
+		if err != nil || room.Sold != tc.sold || room.Reserved != tc.reserved || room.Remaining == nil || *room.Remaining != tc.remaining {
+			t.Errorf("after %q: sold %d reserved %d remaining %v (%v), want %d, %d, %d", tc.cmd, room.Sold, room.Reserved, room.Remaining, err, tc.sold, tc.reserved, tc.remaining)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -85,6 +86,40 @@ type roomStatus struct {
 	Active   int           `json:"active"`
 	Waiting  int           `json:"waiting"`
 	Paused   bool          `json:"paused"`
+	// A scheduled room's opening and pre-queue, and its closing.
+	OpensAt  *apiTime `json:"opens_at,omitempty"`
+	ClosesAt *apiTime `json:"closes_at,omitempty"`
+	Entrants int      `json:"entrants,omitempty"`
+	// Remaining is what is left to sell in a room with an inventory.
+	Remaining *int64 `json:"remaining,omitempty"`
+}
+
+// fairnessAnswer is the body of GET /v1/rooms/{room}/fairness.
+type fairnessAnswer struct {
+	Room string `json:"room"`
+	// Order is "first_come", or "draw" for a scheduled room: its
+	// entrants in the order of the draw, later arrivals first come,
+	// first served.
+	Order      string               `json:"order"`
+	Admissions int64                `json:"admissions"`
+	Inversions int64                `json:"inversions"`
+	Draw       *waitroom.DrawRecord `json:"draw,omitempty"`
+}
+
+// apiTime writes a time in the API's format (milliseconds, UTC).
+type apiTime time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t apiTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format(waitroom.TimeFormat) + `"`), nil
+}
+
+func optTime(t time.Time) *apiTime {
+	if t.IsZero() {
+		return nil
+	}
+	v := apiTime(t)
+	return &v
 }
 
 // nonNil returns s, or an empty slice for nil, so lists encode as [] not null.

@@ -62,7 +62,7 @@ func statusFor(c waitroom.Code) int {
 		return 404
 	case waitroom.CodeMethodNotAllowed:
 		return 405
-	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty:
+	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty, "room_closed", "draw_done", "sold_out", "stock_conflict":
 		return 409
 	case waitroom.CodeBodyTooLarge:
 		return 413
@@ -152,6 +152,10 @@ func FuzzPaths(f *testing.F) {
 		{"GET", "/v1/rooms", ""},
 		{"DELETE", "/v1/rooms/q?force=1", ""},
 		{"POST", "/v1/rooms/r/advance", `{"n":2}`},
+		{"POST", "/v1/rooms/r/inventory", `{"sold":1}`},
+		{"GET", "/v1/rooms/r/draw", ""},
+		{"GET", "/v1/rooms/r/fairness", ""},
+		{"PUT", "/v1/rooms/q", `{"opens_at":"2030-01-01T00:00:00Z","inventory":5}`},
 		{"GET", "/v1/rooms/r/waiting?limit=2&after=abc", ""},
 		{"GET", "/v1/rooms/r/history?status=left&limit=1000&after=%00", ""},
 		{"GET", "/v1/rooms/../../etc/passwd", ""},

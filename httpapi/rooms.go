@@ -17,13 +17,36 @@ func (s *server) roomStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, roomStatus{
-		Room:     room.Name,
-		Mode:     room.Mode,
-		Capacity: room.Capacity,
-		Active:   room.Active,
-		Waiting:  room.Waiting,
-		Paused:   room.Paused,
+		Room:      room.Name,
+		Mode:      room.Mode,
+		Capacity:  room.Capacity,
+		Active:    room.Active,
+		Waiting:   room.Waiting,
+		Paused:    room.Paused,
+		OpensAt:   optTime(room.OpensAt),
+		ClosesAt:  optTime(room.ClosesAt),
+		Entrants:  room.Entrants,
+		Remaining: room.Remaining,
 	})
+}
+
+// draw: GET /v1/rooms/{room}/draw, public. The commitment of a scheduled
+// room's draw, and once it took place, the whole draw. A draw that is due
+// is held first, so the record never lags the opening.
+func (s *server) draw(w http.ResponseWriter, r *http.Request) error {
+	name, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Sweep(r.Context(), name, s.now()); err != nil {
+		return err
+	}
+	d, err := s.store.Draw(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	return writeJSON(w, http.StatusOK, d)
 }
 
 // putRoom: PUT /v1/rooms/{room}, admin. Absent fields take their defaults:
@@ -152,4 +175,88 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, pageAnswer{Sessions: nonNil(sessions), Next: next})
+}
+
+// fairness: GET /v1/rooms/{room}/fairness, public. What the room counted
+// of its own order: every admission (or service), those that came while a
+// larger ticket had been let in before (0 unless first come, first served
+// broke), and, for a scheduled room, its draw without the entry list
+// (which GET …/draw has).
+func (s *server) fairness(w http.ResponseWriter, r *http.Request) error {
+	name, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	room, err := s.store.Room(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	out := fairnessAnswer{Room: room.Name, Order: "first_come", Admissions: room.Admissions, Inversions: room.Inversions}
+	d, err := s.store.Draw(r.Context(), name)
+	switch {
+	case err == nil:
+		d.Entries = nil
+		out.Draw, out.Order = &d, "draw"
+	case waitroom.ErrorCode(err) != waitroom.CodeNotFound:
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// inventoryRequest is the body of POST /v1/rooms/{room}/inventory: exactly
+// one of sold, released and set; with session, sold or released of 1 acts
+// on that session's unit.
+type inventoryRequest struct {
+	Sold     *int64  `json:"sold"`
+	Released *int64  `json:"released"`
+	Set      *int64  `json:"set"`
+	Session  *string `json:"session"`
+}
+
+// inventory: POST /v1/rooms/{room}/inventory, admin. The app reports what
+// became of the units: sold, released (given back), or a new inventory.
+func (s *server) inventory(w http.ResponseWriter, r *http.Request) error {
+	name, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req inventoryRequest
+	if err := waitroom.DecodeJSON(body, &req); err != nil {
+		return err
+	}
+	var op waitroom.StockOp
+	var n *int64
+	given := 0
+	for _, f := range []struct {
+		op waitroom.StockOp
+		v  *int64
+	}{{waitroom.StockSold, req.Sold}, {waitroom.StockReleased, req.Released}, {waitroom.StockSet, req.Set}} {
+		if f.v != nil {
+			op, n = f.op, f.v
+			given++
+		}
+	}
+	if given != 1 {
+		return waitroom.Errorf(waitroom.CodeInvalidRequest, `Give exactly one of "sold", "released" and "set", such as {"sold":2}.`)
+	}
+	id := ""
+	if req.Session != nil {
+		if op == waitroom.StockSet || *n != 1 {
+			return waitroom.Errorf(waitroom.CodeInvalidRequest, `With "session", give {"sold":1} or {"released":1}: a session holds one unit.`)
+		}
+		if _, err := waitroom.ParseSessionID(*req.Session); err != nil {
+			return err
+		}
+		id = *req.Session
+	}
+	room, err := s.store.Stock(r.Context(), name, op, *n, id, s.now())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, room)
 }

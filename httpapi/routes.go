@@ -12,6 +12,8 @@ func (s *server) routes() {
 	// Leave, or revoke with the admin token.
 	m.Handle("DELETE /v1/rooms/{room}/sessions/{id}", s.api(s.leave))
 	m.Handle("GET /v1/rooms/{room}", s.api(s.roomStatus))
+	m.Handle("GET /v1/rooms/{room}/draw", s.api(s.draw))
+	m.Handle("GET /v1/rooms/{room}/fairness", s.api(s.fairness))
 	// Live updates: Server-Sent Events, and the same over WebSocket.
 	m.Handle("GET /v1/rooms/{room}/sessions/{id}/events", s.api(s.events))
 	m.Handle("GET /v1/rooms/{room}/sessions/{id}/ws", s.api(s.websocket))
@@ -21,6 +23,7 @@ func (s *server) routes() {
 	m.Handle("GET /v1/rooms", s.adminOnly(s.listRooms))
 	m.Handle("DELETE /v1/rooms/{room}", s.adminOnly(s.deleteRoom))
 	m.Handle("POST /v1/rooms/{room}/advance", s.adminOnly(s.advance))
+	m.Handle("POST /v1/rooms/{room}/inventory", s.adminOnly(s.inventory))
 	m.Handle("GET /v1/rooms/{room}/waiting", s.adminOnly(s.waiting))
 	m.Handle("GET /v1/rooms/{room}/history", s.adminOnly(s.history))
 

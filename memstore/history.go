@@ -25,18 +25,22 @@ func (h *history) add(s waitroom.Session) {
 	if len(h.items) >= h.limit {
 		drop := max(1, len(h.items)/2)
 		for _, old := range h.items[:drop] {
-			delete(h.index, old.Ticket)
+			delete(h.index, histKey(old))
 		}
 		h.items = append([]waitroom.Session(nil), h.items[drop:]...)
 		h.first += int64(drop)
 	}
-	h.index[s.Ticket] = h.first + int64(len(h.items))
+	h.index[histKey(s)] = h.first + int64(len(h.items))
 	h.items = append(h.items, s)
 }
 
 // find returns the ended session with id, if it is still kept.
 func (h *history) find(id waitroom.SessionID) (waitroom.Session, bool) {
-	seq, ok := h.index[id.Ticket]
+	k := id.Ticket
+	if k == 0 {
+		k = -id.Entry
+	}
+	seq, ok := h.index[k]
 	if !ok {
 		return waitroom.Session{}, false
 	}
@@ -73,4 +77,14 @@ func (h *history) list(status waitroom.Status, page waitroom.Page) ([]waitroom.S
 		next = strconv.FormatInt(seq+1, 10)
 	}
 	return out, next, nil
+}
+
+// histKey indexes an ended session by its ticket, or, for an entrant that
+// ended in a pre-queue without one, by its negated entry number.
+func histKey(s waitroom.Session) int64 {
+	if s.Ticket != 0 {
+		return s.Ticket
+	}
+	id, _ := waitroom.ParseSessionID(s.ID)
+	return -id.Entry
 }

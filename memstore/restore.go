@@ -40,7 +40,7 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 	r.fillBucket()
 	for _, x := range live {
 		id, err := waitroom.ParseSessionID(x.ID)
-		if err != nil || id.Ticket != x.Ticket {
+		if err != nil || (id.Ticket != x.Ticket && (id.Entry == 0 || id.Ticket != 0)) {
 			return fmt.Errorf("restore room %q: session %d has a bad id", name, x.Ticket)
 		}
 		p := rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: t}
@@ -61,6 +61,10 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 		case waitroom.StatusActive:
 			p.status = stActive
 			p.admitted = ms(x.AdmittedAt)
+			if x.Unit && cfg.Inventory != nil {
+				p.unit = true
+				r.reserved++
+			}
 			a := new(rec)
 			*a = p
 			r.active[x.Ticket] = a
@@ -90,4 +94,18 @@ func (s *Store) RestoreTicket(name string, lastTicket int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tickets[name] = max(s.tickets[name], lastTicket)
+}
+
+// RestoreCounts sets a restored room's fairness counts and units sold (see
+// waitroom.Room), for a durable backend recovering on start.
+func (s *Store) RestoreCounts(name string, admissions, inversions, maxAdmitted, sold int64) {
+	s.mu.Lock()
+	r := s.rooms[name]
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.admissions, r.inversions, r.maxAdmitted, r.sold = admissions, inversions, maxAdmitted, sold
+	r.mu.Unlock()
 }

@@ -28,6 +28,7 @@ type rec struct {
 	sched    int64 // the time of this session's live heap entry; 0 when none
 	status   uint8
 	hasKey   bool
+	unit     bool // active, holding a reserved unit of the room's inventory
 }
 
 // room is one room's state machine. Every method expects mu to be held.
@@ -67,6 +68,17 @@ type room struct {
 	unitsAt int64
 
 	hist *history // nil when an Archive keeps the history
+
+	sch *schedule // nil for a room never given an opens_at
+
+	// Fairness, measured: admissions (and services) counted, and those of
+	// a ticket smaller than one admitted before it (inversions of ticket
+	// order; FIFO keeps them at 0).
+	admissions, inversions, maxAdmitted int64
+
+	// Stock of a room with an inventory: units sold, and units reserved
+	// (the active sessions whose unit is set). Both are 0 without one.
+	sold, reserved int64
 
 	// pending waits for the journal to make this room's latest change
 	// durable; readers wait on it so they never report undurable state.
@@ -122,8 +134,9 @@ func atomicMax(p *int64, v int64) int64 {
 
 // presenceShared records presence of a live session under the read lock,
 // which concurrent callers share. It declines (ok false) whenever the write
-// path has work: something due at now, an admission the rate now allows, a
-// deadline to schedule, or an id that is not a live session here.
+// path has work: something due at now (a deadline or the draw), an
+// admission the rate now allows, a deadline to schedule, or an id that is
+// not a live session here.
 func (r *room) presenceShared(id string, activity bool, now int64) (s waitroom.Session, wait func() error, ok bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -137,10 +150,14 @@ func (r *room) presenceShared(id string, activity bool, now int64) (s waitroom.S
 	if r.nWaiting > 0 && r.canAdmit() && r.tokenDue(now) {
 		return s, nil, false
 	}
+	if r.preQueue() && now >= r.sch.opensAt {
+		return s, nil, false // the draw is due
+	}
 	sid, err := waitroom.ParseSessionID(id)
-	if err != nil {
+	if err != nil || (sid.Entry != 0 && (r.sch == nil || !r.sch.drawn)) {
 		return s, nil, false
 	}
+	r.resolve(&sid)
 	p := r.lookup(sid.Ticket)
 	if p == nil || !sid.Matches(p.secret) || (p.sched == 0 && r.hasTimer(p.status)) {
 		return s, nil, false
@@ -227,8 +244,10 @@ func (r *room) schedule(t int64, p *rec) {
 	}
 }
 
-// settle expires everything due at now, then admits into free slots.
+// settle holds a draw that is due, expires everything due at now, then
+// admits into free slots.
 func (r *room) settle(now int64) (expired, admitted int) {
+	r.drawIfDue(now)
 	for r.heap.len() > 0 && r.heap.top().at <= now {
 		e := r.heap.pop()
 		p := r.lookup(e.ticket)
@@ -247,7 +266,8 @@ func (r *room) settle(now int64) (expired, admitted int) {
 			expired++
 		}
 	}
-	return expired, r.admit(now)
+	admitted = r.admit(now)
+	return expired + r.endSoldOut(now), admitted
 }
 
 // refill brings the token bucket up to now.
@@ -290,7 +310,8 @@ func (r *room) takeToken(now int64) bool {
 
 // canAdmit reports whether automatic admission is open at all.
 func (r *room) canAdmit() bool {
-	return r.cfg.Mode == waitroom.ModeAuto && !r.cfg.Paused && len(r.active) < r.cfg.Capacity
+	return r.cfg.Mode == waitroom.ModeAuto && !r.cfg.Paused && len(r.active) < r.cfg.Capacity &&
+		(r.cfg.Inventory == nil || r.remaining() > 0)
 }
 
 // admit moves the head of the line into free slots.
@@ -312,10 +333,21 @@ func (r *room) activate(t int64, p *rec, now int64) {
 	a.admitted = now
 	a.touch = now
 	a.sched = 0
+	a.unit = r.reserve()
 	r.unwait(t, p)
 	r.active[t] = a
 	r.schedule(t, a)
 	r.record(t, a, waitroom.StatusWaiting)
+	r.count(t)
+}
+
+// count records the admission (or service) of ticket t.
+func (r *room) count(t int64) {
+	r.admissions++
+	if t < r.maxAdmitted {
+		r.inversions++
+	}
+	r.maxAdmitted = max(r.maxAdmitted, t)
 }
 
 // unwait empties waiting slot p of ticket t and keeps head, counts and the
@@ -369,6 +401,9 @@ func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Ses
 	if p.status == stActive {
 		from = waitroom.StatusActive
 		delete(r.active, t)
+		if p.unit {
+			r.reserved--
+		}
 	} else {
 		r.unwait(t, p)
 	}
@@ -390,8 +425,14 @@ func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Ses
 
 // final builds the Session of a session that ended.
 func (r *room) final(t int64, p *rec, key string, why waitroom.Reason, now int64) waitroom.Session {
+	var entry string
+	n := r.entryOf(t)
+	if n != 0 {
+		entry = r.entryName(p, key)
+	}
 	return waitroom.Session{
-		ID:         waitroom.SessionID{Ticket: t, Secret: p.secret}.String(),
+		Entry:      entry,
+		ID:         waitroom.SessionID{Ticket: t, Entry: n, Secret: p.secret}.String(),
 		Room:       r.name,
 		Status:     why.Status(),
 		Ticket:     t,
@@ -413,7 +454,7 @@ func (r *room) record(t int64, p *rec, from waitroom.Status) {
 
 // view builds the Session of live session t; with pos, its position too.
 func (r *room) view(t int64, p *rec, pos bool) waitroom.Session {
-	return r.viewID(waitroom.SessionID{Ticket: t, Secret: p.secret}.String(), t, p, pos)
+	return r.viewID(waitroom.SessionID{Ticket: t, Entry: r.entryOf(t), Secret: p.secret}.String(), t, p, pos)
 }
 
 // viewID is view for a caller that already holds the id's string form.
@@ -428,6 +469,10 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 	if p.hasKey {
 		s.Key = r.keyOf[t]
 	}
+	if r.entryOf(t) != 0 {
+		s.Entry = r.entryName(p, s.Key)
+	}
+	s.Unit = p.unit && p.status == stActive
 	if p.status == stWaiting {
 		s.Status = waitroom.StatusWaiting
 		if pos {
@@ -444,6 +489,9 @@ func (r *room) totals(s *waitroom.Session) {
 	s.Waiting = r.nWaiting
 	s.Active = len(r.active)
 	s.Capacity = r.cfg.Capacity
+	if r.cfg.Inventory != nil {
+		s.Stocked, s.Remaining = true, r.remaining()
+	}
 }
 
 // join issues the next ticket.
@@ -452,12 +500,13 @@ func (r *room) join(key string, now int64) (int64, *rec) {
 	t := r.lastTicket
 	id := waitroom.NewSessionID(t)
 	if r.nWaiting == 0 && r.canAdmit() && r.takeToken(now) {
-		a := &rec{secret: id.Secret, joined: now, admitted: now, touch: now, status: stActive}
+		a := &rec{secret: id.Secret, joined: now, admitted: now, touch: now, status: stActive, unit: r.reserve()}
 		r.active[t] = a
 		r.base = t + 1 // nobody waits: the array stays empty
 		r.addKey(t, a, key)
 		r.schedule(t, a)
 		r.record(t, a, "")
+		r.count(t)
 		return t, a
 	}
 	for r.base+int64(r.wait.len()) < t {
@@ -511,6 +560,7 @@ func (r *room) advance(n int, now int64) []waitroom.Session {
 		p := r.wait.at(r.head)
 		if r.cfg.Mode == waitroom.ModeManual {
 			out = append(out, r.end(t, p, waitroom.ReasonServed, now))
+			r.count(t)
 			continue
 		}
 		r.activate(t, p, now)
@@ -548,6 +598,9 @@ func (r *room) next() int64 {
 	if r.heap.len() > 0 {
 		at = r.heap.top().at
 	}
+	if r.preQueue() && (at == 0 || r.sch.opensAt < at) {
+		at = r.sch.opensAt
+	}
 	if rate := int64(r.cfg.RatePerMinute); rate > 0 && r.nWaiting > 0 && r.canAdmit() && r.units < 60_000 {
 		t := r.unitsAt + (60_000-r.units+rate-1)/rate
 		if at == 0 || t < at {
@@ -558,5 +611,14 @@ func (r *room) next() int64 {
 }
 
 func (r *room) info() waitroom.Room {
-	return waitroom.Room{Name: r.name, RoomConfig: r.cfg, Waiting: r.nWaiting, Active: len(r.active), LastTicket: r.lastTicket}
+	info := waitroom.Room{Name: r.name, RoomConfig: r.cfg, Waiting: r.nWaiting, Active: len(r.active), LastTicket: r.lastTicket,
+		Admissions: r.admissions, Inversions: r.inversions}
+	if r.preQueue() {
+		info.Entrants = r.sch.nPre
+	}
+	if r.cfg.Inventory != nil {
+		left := r.remaining()
+		info.Sold, info.Reserved, info.Remaining = r.sold, r.reserved, &left
+	}
+	return info
 }

@@ -135,7 +135,7 @@ func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
 		r.ev = nil
 		return
 	}
-	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now)}
+	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now), Sold: r.sold}
 }
 
 // commit finishes the operation's event while the room is still locked and
@@ -144,10 +144,13 @@ func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
 func (s *Store) commit(r *room) (after func() error) {
 	ev := r.ev
 	r.ev = nil
-	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0) {
+	// An event of a draw that changed no session (nobody in the pre-queue)
+	// still goes out: durable stores keep the draw from it.
+	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0 && ev.Sold == r.sold) {
 		return r.barrier()
 	}
 	ev.Waiting, ev.Active, ev.LastTicket = r.nWaiting, len(r.active), r.lastTicket
+	ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold = r.admissions, r.inversions, r.maxAdmitted, r.sold
 	var wait func() error
 	if s.journal != nil {
 		wait = s.journal.Append(ev)
@@ -220,6 +223,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 	if err := cfg.Validate(); err != nil {
 		return waitroom.Room{}, false, err
 	}
+	cfg = cfg.Normalize()
 	s.mu.Lock()
 	r := s.rooms[name]
 	created := r == nil
@@ -235,9 +239,22 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 	}
 	s.begin(r, waitroom.EventConfig, t)
 	r.settle(t)
-	if !created {
-		r.reconfigure(cfg)
+	if err := firstErr(r.checkSchedule(cfg), r.checkStock(cfg)); err != nil {
+		if r.ev != nil {
+			// Refused: nothing was configured, so no config event (one
+			// without a Config would make durable stores lose theirs).
+			r.ev.Kind = waitroom.EventSessions
+		}
+		after := s.commit(r)
+		r.mu.Unlock()
+		return waitroom.Room{}, false, firstErr(after(), err)
 	}
+	if !created {
+		old := r.cfg.Inventory
+		r.reconfigure(cfg)
+		r.restock(old)
+	}
+	r.applySchedule(cfg, t)
 	r.settle(t)
 	if r.ev != nil {
 		c := r.cfg
@@ -304,7 +321,11 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
-	if live := r.nWaiting + len(r.active); !force && live > 0 {
+	live := r.nWaiting + len(r.active)
+	if r.preQueue() {
+		live += r.sch.nPre
+	}
+	if !force && live > 0 {
 		after := s.commit(r)
 		r.mu.Unlock()
 		return firstErr(after(), waitroom.Errorf(waitroom.CodeRoomNotEmpty, "Room %q has %d live sessions; delete it with force to end them.", name, live))
@@ -318,6 +339,13 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	for r.nWaiting > 0 {
 		tk := r.base + int64(r.head)
 		r.end(tk, r.wait.at(r.head), waitroom.ReasonRoomDeleted, t)
+	}
+	if r.preQueue() {
+		for i := range r.sch.pre {
+			if p := &r.sch.pre[i]; p.status == stWaiting {
+				r.endEntrant(int64(i+1), p, waitroom.ReasonRoomDeleted, t)
+			}
+		}
 	}
 	r.gone = true
 	after := s.commit(r)
@@ -343,9 +371,24 @@ func (s *Store) Join(ctx context.Context, name string, key string, now time.Time
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
+	if err := firstErr(r.closedError(t), r.soldOutError()); err != nil {
+		after := s.commit(r)
+		r.mu.Unlock()
+		return waitroom.Session{}, firstErr(after(), err)
+	}
 	if key != "" {
-		if lt, ok := r.keys[key]; ok {
-			live := r.view(lt, r.lookup(lt), true)
+		lt, ok := r.keys[key]
+		var n int64
+		if !ok && r.preQueue() {
+			n, ok = r.sch.keys[key]
+		}
+		if ok {
+			var live waitroom.Session
+			if n != 0 {
+				live = r.entrantView(waitroom.SessionID{Entry: n, Secret: r.sch.pre[n-1].secret}.String(), n, &r.sch.pre[n-1])
+			} else {
+				live = r.view(lt, r.lookup(lt), true)
+			}
 			after := s.commit(r)
 			r.mu.Unlock()
 			if err := after(); err != nil {
@@ -357,6 +400,12 @@ func (s *Store) Join(ctx context.Context, name string, key string, now time.Time
 				Session: &live,
 			}
 		}
+	}
+	if r.preQueue() {
+		out := r.enter(key, t)
+		after := s.commit(r)
+		r.mu.Unlock()
+		return out, after()
 	}
 	tk, _ := r.join(key, t)
 	r.settle(t)
@@ -375,6 +424,17 @@ func (s *Store) find(r *room, id string) (waitroom.SessionID, *rec, error) {
 	sid, err := waitroom.ParseSessionID(id)
 	if err != nil {
 		return sid, nil, err
+	}
+	if sid.Entry != 0 && r.preQueue() {
+		p := r.entrant(sid.Entry)
+		if p != nil && !sid.Matches(p.secret) {
+			return sid, nil, waitroom.SessionNotFound()
+		}
+		return sid, p, nil
+	}
+	r.resolve(&sid)
+	if sid.Ticket == 0 {
+		return sid, nil, nil // an entry id of no live session: look in the history
 	}
 	p := r.lookup(sid.Ticket)
 	if p != nil && !sid.Matches(p.secret) {
@@ -417,6 +477,7 @@ func (s *Store) ended(ctx context.Context, r *room, sid waitroom.SessionID, hist
 			return waitroom.Session{}, waitroom.SessionNotFound()
 		}
 		got.Waiting, got.Active, got.Capacity = totals.Waiting, totals.Active, totals.Capacity
+		got.Stocked, got.Remaining = totals.Stocked, totals.Remaining
 		return got, nil
 	}
 	if s.archive == nil {
@@ -465,8 +526,15 @@ func (s *Store) presence(ctx context.Context, name, id string, activity bool, no
 	if p == nil {
 		return out, err
 	}
-	r.touch(sid.Ticket, p, activity, t)
-	out = r.viewID(id, sid.Ticket, p, true)
+	if sid.Ticket == 0 {
+		// An entrant needs no presence before the draw; its last seen
+		// time is kept for nothing but the record.
+		p.touch = t
+		out = r.entrantView(id, sid.Entry, p)
+	} else {
+		r.touch(sid.Ticket, p, activity, t)
+		out = r.viewID(id, sid.Ticket, p, true)
+	}
 	after := s.commit(r)
 	r.mu.Unlock()
 	return out, after()
@@ -491,7 +559,9 @@ func (s *Store) Away(ctx context.Context, name, id string, now time.Time) error 
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
 	sid, p, err := s.find(r, id)
-	if err == nil && p != nil {
+	if err == nil && p != nil && sid.Ticket != 0 {
+		// Entrants need no presence before the draw, so going away
+		// changes nothing for them.
 		r.goAway(sid.Ticket, p, t)
 		r.settle(t)
 	}
@@ -529,7 +599,11 @@ func (s *Store) Leave(ctx context.Context, name, id string, reason waitroom.Reas
 	if p == nil {
 		return out, err
 	}
-	out = r.end(sid.Ticket, p, reason, t)
+	if sid.Ticket == 0 {
+		out = r.endEntrant(sid.Entry, p, reason, t)
+	} else {
+		out = r.end(sid.Ticket, p, reason, t)
+	}
 	r.settle(t)
 	r.totals(&out)
 	after := s.commit(r)
@@ -672,6 +746,8 @@ func (s *Store) Sessions(ctx context.Context, name string, ids []string) ([]wait
 		sid, p, err := s.find(r, id)
 		switch {
 		case err != nil:
+		case p != nil && sid.Ticket == 0:
+			out[i] = r.entrantView(id, sid.Entry, p)
 		case p != nil:
 			out[i] = r.viewID(id, sid.Ticket, p, true)
 		case r.hist != nil:
@@ -691,6 +767,9 @@ func (s *Store) Sessions(ctx context.Context, name string, ids []string) ([]wait
 	}
 	for _, i := range missing {
 		sid, _ := waitroom.ParseSessionID(ids[i])
+		r.mu.Lock()
+		r.resolve(&sid)
+		r.mu.Unlock()
 		if got, err := s.ended(ctx, r, sid, hist, func() error { return nil }); err == nil {
 			out[i] = got
 		} else if waitroom.ErrorCode(err) == waitroom.CodeUnavailable {

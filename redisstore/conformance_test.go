@@ -42,7 +42,8 @@ func standalone(t *testing.T) redis.UniversalClient {
 // TestStandalone runs the conformance suite and the model test against one
 // real redis-server, the model also with an expiry batch of one, so nearly
 // every expiry takes the path where an operation runs its script again for
-// what is left; and two processes sharing a room. The subtests run in
+// what is left; two processes sharing a room; and three selling one room's
+// stock. The subtests run in
 // parallel on fresh key prefixes.
 func TestStandalone(t *testing.T) {
 	t.Parallel()
@@ -69,6 +70,8 @@ func runSuites(t *testing.T, newClient func() redis.UniversalClient, standalone 
 		"Conformance":  func(t *testing.T) { storetest.Run(t, newStoreOn(client)) },
 		"Model":        func(t *testing.T) { storetest.RunModel(t, newStoreOn(client)) },
 		"TwoProcesses": func(t *testing.T) { testProcesses(t, newClient) },
+		// Three processes selling one room's stock at once.
+		"StockProcesses": func(t *testing.T) { testStockProcesses(t, newClient) },
 	}
 	if standalone {
 		suites["ModelSmallBatches"] = func(t *testing.T) {

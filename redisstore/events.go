@@ -64,11 +64,17 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // '\t' (keys cannot hold control characters, secrets are hex, the
 // configuration is JSON, which escapes them):
 //
-//	1 pid room kind at waiting active last_ticket config_json
-//	ticket secret from status key joined admitted ended reason waiting active capacity
+//	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold
+//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit]]]
+//	u ticket unit
 //	…
 //
-// Times are unix milliseconds.
+// Times are unix milliseconds. A session that entered a pre-queue adds its
+// entry number, and one still in it the opening and the pre-queue's size.
+// A live session of a room with an inventory has all 17 fields (zeros for
+// what does not apply), ending with the units remaining and 1 when it holds
+// one. A "u" line is a unit taken from (0) or given to (1) an active
+// session outside a status change (Event.Units).
 
 // decodeEvent parses an event message; ok is false for anything else.
 func decodeEvent(msg string) (waitroom.Event, bool) {
@@ -80,8 +86,10 @@ func decodeEvent(msg string) (waitroom.Event, bool) {
 // made it.
 func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 	head, rest, _ := strings.Cut(msg, "\n")
-	h := strings.SplitN(head, "\t", 9)
-	if len(h) != 9 || h[0] != "1" {
+	// The configuration is JSON, which escapes every tab, so the head
+	// splits on them all.
+	h := strings.Split(head, "\t")
+	if (len(h) != 9 && len(h) != 13) || h[0] != "1" {
 		return e, "", false
 	}
 	at, err1 := strconv.ParseInt(h[4], 10, 64)
@@ -99,6 +107,17 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 		Active:     a,
 		LastTicket: last,
 	}
+	if len(h) == 13 {
+		var c [4]int64
+		for i := range c {
+			v, err := strconv.ParseInt(h[9+i], 10, 64)
+			if err != nil {
+				return e, "", false
+			}
+			c[i] = v
+		}
+		e.Admissions, e.Inversions, e.MaxAdmitted, e.Sold = c[0], c[1], c[2], c[3]
+	}
 	if e.Kind == waitroom.EventConfig && h[8] != "" {
 		var cfg waitroom.RoomConfig
 		if json.Unmarshal([]byte(h[8]), &cfg) != nil {
@@ -110,6 +129,14 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 		lines := strings.Split(rest, "\n")
 		e.Changes = make([]waitroom.Change, 0, len(lines))
 		for _, line := range lines {
+			if strings.HasPrefix(line, "u\t") {
+				u, ok := decodeUnit(line)
+				if !ok {
+					return e, "", false
+				}
+				e.Units = append(e.Units, u)
+				continue
+			}
 			c, ok := decodeChange(e.Room, line)
 			if !ok {
 				return e, "", false
@@ -122,11 +149,14 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 
 func decodeChange(room, line string) (waitroom.Change, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 12 {
+	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 {
 		return waitroom.Change{}, false
 	}
-	var n [12]int64
-	for _, i := range []int{0, 5, 6, 7, 9, 10, 11} {
+	var n [17]int64
+	for _, i := range []int{0, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16} {
+		if i >= len(f) {
+			break
+		}
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
 			return waitroom.Change{}, false
@@ -137,10 +167,9 @@ func decodeChange(room, line string) (waitroom.Change, bool) {
 	if _, err := hex.Decode(id.Secret[:], []byte(f[1])); err != nil {
 		return waitroom.Change{}, false
 	}
-	return waitroom.Change{
+	c := waitroom.Change{
 		From: waitroom.Status(f[2]),
 		Session: waitroom.Session{
-			ID:         id.String(),
 			Room:       room,
 			Status:     waitroom.Status(f[3]),
 			Ticket:     n[0],
@@ -153,7 +182,13 @@ func decodeChange(room, line string) (waitroom.Change, bool) {
 			Active:     int(n[10]),
 			Capacity:   int(n[11]),
 		},
-	}, true
+	}
+	entrant(&c.Session, &id, n[12], n[13], n[14])
+	if len(f) == 17 {
+		c.Session.Stocked, c.Session.Remaining, c.Session.Unit = true, n[15], n[16] == 1
+	}
+	c.Session.ID = id.String()
+	return c, true
 }
 
 // listener brings other processes' events in over pub/sub. Classic mode has
@@ -472,6 +507,9 @@ func (s *Store) resync(ctx context.Context, room string) {
 		Waiting:    info.Waiting,
 		Active:     info.Active,
 		LastTicket: info.LastTicket,
+		Admissions: info.Admissions,
+		Inversions: info.Inversions,
+		Sold:       info.Sold,
 		Remote:     true,
 	})
 }

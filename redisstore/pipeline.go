@@ -294,22 +294,42 @@ func splitJoins(r *scriptRun, v []any, err error) (again []*scriptCall) {
 		head, _ = v[2].([]any)
 		list, _ = v[3].([]any)
 	}
-	if len(head) != 4 || len(list) != len(r.calls) {
+	if (len(head) != 4 && len(head) != 6 && len(head) != 7) || len(list) != len(r.calls) {
 		return retryAll()
 	}
 	now, waiting, active, capacity := head[0], num(head, 1), head[2], head[3]
+	// In a pre-queue: the opening and the pre-queue's size before.
+	opens, entrants := num(head, 4), num(head, 5)
+	// In a room with an inventory: the units remaining, which a join that
+	// waits leaves as they are (stockTail in stock.lua).
+	stock := func(v []any) []any {
+		if len(head) != 7 {
+			return v
+		}
+		for len(v) < 15 {
+			v = append(v, int64(0))
+		}
+		return append(v, num(head, 6), int64(0))
+	}
 	ev := v[1]
 	for i, c := range r.calls {
 		t := num(list, i)
-		if t == 0 {
+		switch {
+		case t == 0:
 			c.alone = true
 			again = append(again, c)
 			continue
+		case t < 0:
+			// The single join's reply in a pre-queue: entry -t, no ticket.
+			entrants++
+			c.v = []any{"ok", ev, stock([]any{int64(0), c.args[11], "waiting", c.args[10], now, int64(0), int64(0), "",
+				int64(0), waiting, active, capacity, -t, opens, entrants})}
+		default:
+			// The single join's reply (room.lua): the session waits last.
+			waiting++
+			c.v = []any{"ok", ev, stock([]any{t, c.args[11], "waiting", c.args[10], now, int64(0), int64(0), "",
+				waiting, waiting, active, capacity})}
 		}
-		// The single join's reply (room.lua): the session waits last.
-		waiting++
-		c.v = []any{"ok", ev, []any{t, c.args[11], "waiting", c.args[10], now, int64(0), int64(0), "",
-			waiting, waiting, active, capacity}}
 		ev = "" // the batch's one event goes with its first answer
 		close(c.done)
 	}

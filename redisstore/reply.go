@@ -51,7 +51,8 @@ func tm(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// decodeSession turns a script's session array into a Session of room.
+// decodeSession turns a script's session array into a Session of room
+// (room.lua describes the array).
 func decodeSession(room string, x any) (waitroom.Session, bool) {
 	v, ok := x.([]any)
 	if !ok || len(v) < 12 {
@@ -62,8 +63,7 @@ func decodeSession(room string, x any) (waitroom.Session, bool) {
 	if _, err := hex.Decode(id.Secret[:], []byte(str(v, 1))); err != nil {
 		return waitroom.Session{}, false
 	}
-	return waitroom.Session{
-		ID:         id.String(),
+	s := waitroom.Session{
 		Room:       room,
 		Status:     waitroom.Status(str(v, 2)),
 		Ticket:     id.Ticket,
@@ -76,7 +76,31 @@ func decodeSession(room string, x any) (waitroom.Session, bool) {
 		Waiting:    int(num(v, 9)),
 		Active:     int(num(v, 10)),
 		Capacity:   int(num(v, 11)),
-	}, true
+	}
+	entrant(&s, &id, num(v, 12), num(v, 13), num(v, 14))
+	stockFields(&s, v, 15)
+	s.ID = id.String()
+	return s, true
+}
+
+// entrant completes a session that entered a pre-queue as entry number en
+// (0 for any other): its id keeps the entry form and its public entry is
+// derived, as the draw names it. opens and entrants are set while it is
+// still in the pre-queue.
+func entrant(s *waitroom.Session, id *waitroom.SessionID, en, opens, entrants int64) {
+	if en == 0 {
+		return
+	}
+	id.Entry = en
+	if s.Key != "" {
+		s.Entry = waitroom.EntryForKey(s.Room, s.Key)
+	} else {
+		s.Entry = waitroom.EntryForSecret(id.Secret)
+	}
+	if opens != 0 {
+		s.OpensAt = tm(opens)
+		s.Entrants = int(entrants)
+	}
 }
 
 func malformed(op string, v any) error {
@@ -100,6 +124,15 @@ func errorFor(room string, r result) error {
 		return waitroom.Errorf(waitroom.CodeQueueEmpty, "Nobody is waiting in room %q.", room)
 	case "room_not_empty":
 		return waitroom.Errorf(waitroom.CodeRoomNotEmpty, "Room %q has %d live sessions; delete it with force to end them.", room, num(r.rest, 0))
+	case "room_closed":
+		return waitroom.Errorf(waitroom.CodeRoomClosed, "Room %q closed to new arrivals at %s.", room, tm(num(r.rest, 0)).Format(time.RFC3339))
+	case "draw_done":
+		return waitroom.Errorf(waitroom.CodeDrawDone, "Room %q held its draw at %s; its opens_at cannot move now. Keep opens_at at %s, remove it, or create a new room for a new drop.",
+			room, tm(num(r.rest, 0)).Format(time.RFC3339), tm(num(r.rest, 1)).Format(time.RFC3339))
+	case "not_scheduled":
+		return waitroom.Errorf(waitroom.CodeNotFound, "Room %q has no draw: it was never given an opens_at.", room)
+	case "stock_conflict", "stock_not_found", "sold_out":
+		return stockError(room, r)
 	case "already_joined":
 		live, ok := decodeSession(room, first(r.rest))
 		if !ok {
@@ -131,18 +164,32 @@ func decodeRoom(name string, x any) (waitroom.Room, int64, error) {
 	if err := json.Unmarshal([]byte(str(v, 0)), &cfg); err != nil {
 		return waitroom.Room{}, 0, waitroom.Unavailable(err, "redisstore: decoding the configuration of room "+name)
 	}
-	return waitroom.Room{
+	room := waitroom.Room{
 		Name:       name,
 		RoomConfig: cfg,
 		Waiting:    int(num(v, 1)),
 		Active:     int(num(v, 2)),
 		LastTicket: num(v, 3),
-	}, num(v, 4), nil
+		Entrants:   int(num(v, 5)),
+		Admissions: num(v, 6),
+		Inversions: num(v, 7),
+	}
+	decodeRoomStock(&room, v)
+	return room, num(v, 4), nil
 }
 
-// configArgs is a configuration as the script takes it: the numbers it
-// computes with and the exact JSON it stores and hands back.
+// configArgs is a normalized configuration as the script takes it: the
+// numbers it computes with, the exact JSON it stores and hands back (but
+// for the inventory, which the script keeps apart: see stock.lua), the
+// schedule in unix milliseconds (0 for none), a fresh seed, which the
+// script keeps only for a room scheduled for the first time, and the
+// inventory ("" for none).
 func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
+	inventory := ""
+	if cfg.Inventory != nil {
+		inventory = strconv.FormatInt(*cfg.Inventory, 10)
+	}
+	cfg.Inventory = nil
 	blob, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: encoding the configuration: %w", err)
@@ -154,22 +201,32 @@ func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 	// The timeouts' signature, exact to the nanosecond as memstore compares
 	// them, tells the script when deadlines must be planned afresh.
 	tsig := fmt.Sprintf("%d,%d,%d,%d", cfg.ActiveTimeout, cfg.MaxSession, cfg.WaitingTimeout, cfg.Grace)
+	var opens, closes int64
+	seed := ""
+	if !cfg.OpensAt.IsZero() {
+		opens = cfg.OpensAt.UnixMilli()
+		seed = waitroom.NewDrawSeed().String()
+	}
+	if !cfg.ClosesAt.IsZero() {
+		closes = cfg.ClosesAt.UnixMilli()
+	}
 	return []any{
 		string(cfg.Mode), cfg.Capacity, cfg.RatePerMinute,
 		cfg.ActiveTimeout.D().Milliseconds(), cfg.MaxSession.D().Milliseconds(),
 		cfg.WaitingTimeout.D().Milliseconds(), cfg.Grace.D().Milliseconds(),
-		paused, string(blob), tsig,
+		paused, string(blob), tsig, opens, closes, seed, inventory,
 	}, nil
 }
 
-// idArgs returns the script arguments naming session id: ticket 0 for a
-// malformed id, so the script settles and then refuses it, as memstore.
+// idArgs returns the script arguments naming session id: ticket, secret
+// and entry number; ticket and entry 0 for a malformed id, so the script
+// settles and then refuses it, as memstore.
 func idArgs(id string) []any {
 	sid, err := waitroom.ParseSessionID(id)
 	if err != nil {
-		return []any{0, ""}
+		return []any{0, "", 0}
 	}
-	return []any{sid.Ticket, hex.EncodeToString(sid.Secret[:])}
+	return []any{sid.Ticket, hex.EncodeToString(sid.Secret[:]), sid.Entry}
 }
 
 // decodeList decodes the list of sessions at v[i].

@@ -15,7 +15,14 @@
 --   6 due     ZSET   ticket -> scheduled deadline (lazy, as memstore's heap)
 --   7 hist    STREAM ended sessions, capped
 --   8 lease   STRING the process that sweeps this room
--- Session hashes <prefix>s:<ticket> share the tag and are derived from KEYS[1].
+-- Session hashes <prefix>s:<ticket> share the tag and are derived from KEYS[1],
+-- as are the keys of a scheduled room (schedule.lua): eseq, pre, e2t, draw,
+-- dlist, x:<entry> and dl, and of a room with an inventory (stock.lua): hold.
+--
+-- The script is this file, then schedule.lua, then stock.lua, then ops.lua,
+-- run as one (store.go joins them): this file holds the fast paths and the
+-- general machinery, schedule.lua the pre-queue and the draw, stock.lua the
+-- inventory and the fairness counts, ops.lua the operations.
 --
 -- ARGV: 1 op, 2 room name, 3 now (unix ms), 4 process id, 5 publish command
 -- ('' for none), 6 channel, 7 '1' to return the event, 8 retention of ended
@@ -23,8 +30,16 @@
 --
 -- Reply: { status, event, ... }. status is 'ok', 'more' (the expiry batch was
 -- used up before the work: call again), 'leased' (Sweep: another process
--- holds the lease) or an error code. event is the operation's event, when
--- asked for, else ''.
+-- holds the lease), 'draw' (the room's draw is due or being applied: the
+-- caller applies it, see schedule.go, and calls again) or an error code.
+-- event is the operation's event, when asked for, else ''.
+--
+-- A session array (view) is { ticket, secret, status, key, joined, admitted,
+-- ended, reason, position, waiting, active, capacity } and, for a session
+-- that entered a pre-queue, its entry number, and for one still in it the
+-- opening and the pre-queue's size (decodeSession); in a room with an
+-- inventory it is padded to 15 and ends with the units remaining and
+-- whether the session holds one (stockTail).
 
 local K_ROOM, K_SEQ, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -41,6 +56,35 @@ local EV = PUB ~= '' or WANT_EV
 -- session it made the first time instead of making a second one.
 local K_RECENT, K_RECENTQ = PFX .. 'jr', PFX .. 'jq'
 local RECENT_MAX = 20000
+
+-- The pre-queue of a scheduled room before its draw: entry number ->
+-- secret, joined and key, tab-separated (keys hold no control characters).
+-- Entry numbers come from eseq, which, like seq, is never deleted.
+local K_PRE, K_ESEQ, K_E2T = PFX .. 'pre', PFX .. 'eseq', PFX .. 'e2t'
+
+-- The tickets of the active sessions holding a reserved unit of a room's
+-- inventory, scored by ticket (stock.lua).
+local K_HOLD = PFX .. 'hold'
+
+local function unpackEntrant(rec)
+  local sec, j, key = string.match(rec, '^([^\t]*)\t([^\t]*)\t(.*)$')
+  return sec, tonumber(j), key
+end
+
+-- enter adds an entrant to the pre-queue and returns its entry number. A
+-- keyed entrant holds its key in keys as 'e<entry>' until the draw gives it
+-- a ticket, so a key is unique across pre-queue and line.
+local function enter(key, sec, ns)
+  local n = string.format('%d', redis.call('INCR', K_ESEQ))
+  redis.call('HSET', K_PRE, n, sec .. '\t' .. ns .. '\t' .. key)
+  if key ~= '' then redis.call('HSET', K_KEYS, key, 'e' .. n) end
+  return n
+end
+
+-- entrantLine is an entrant's join in the event wire format (events.go).
+local function entrantLine(n, sec, key, ns, w, a, c, opens, np)
+  return table.concat({ '0', sec, '', 'waiting', key, ns, '0', '0', '', w, a, c, n, opens, np }, '\t')
+end
 
 local function remember(secs, tickets)
   local h = {}
@@ -64,12 +108,18 @@ end
 
 if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
-    'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs')
+    'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs', 'sch', 'opens', 'closes', 'npre', 'ebase', 'last',
+    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm')
   if v[1] then
     local fmt = string.format
     local now = math.max(ARGNOW, tonumber(v[5]))
     local cap, nw, na, dmin = tonumber(v[2]), tonumber(v[9]), tonumber(v[10]), tonumber(v[11])
-    local open = v[1] == 'auto' and v[4] ~= '1' and na < cap
+    -- A room with an inventory admits only while a unit remains; rem is
+    -- -1 without one.
+    local stock, sold = tonumber(v[21] or ''), tonumber(v[22] or '0')
+    local rem = -1
+    if stock then rem = stock - sold - tonumber(v[23] or '0') end
+    local open = v[1] == 'auto' and v[4] ~= '1' and na < cap and (stock == nil or rem > 0)
     local quiet = dmin == 0 or dmin > now
     if quiet and open and nw > 0 then
       -- Admission is open: only the rate can hold it back.
@@ -77,12 +127,64 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       local elapsed = now - tonumber(v[7])
       if rate == 0 or elapsed > 60000 or tonumber(v[6]) + elapsed * rate >= 60000 then quiet = false end
     end
+    -- A scheduled room: pre is true while the pre-queue takes joins. A draw
+    -- that is due, or being applied, comes before anything else, so it
+    -- takes the general path. Joins at or after closes_at are refused there.
+    local sch, opens, np = v[15] or '', tonumber(v[16] or '0'), tonumber(v[18] or '0')
+    if sch == 'closing' or (sch == 'pre' and now >= opens) then quiet = false end
+    local pre = sch == 'pre'
+    local closes = tonumber(v[17] or '0')
+    local closed = closes > 0 and now >= closes
+    -- Sold out: a line not yet ended is ended in the general path; with
+    -- nothing else to do, a join is refused at once.
+    local soldout = stock ~= nil and sold >= stock
+    if soldout and (nw > 0 or np > 0) then quiet = false end
+    if soldout and quiet and not closed and OP == 'join' then
+      if now ~= tonumber(v[5]) then redis.call('HSET', K_ROOM, 'now', fmt('%d', now)) end
+      return { 'sold_out', '', stock }
+    end
+    -- stk pads a session array to a stocked room's form (stockTail), and
+    -- lt12 and lt15 end an event line of a live session without a unit,
+    -- 12 or 15 fields long, so (lineTail).
+    local function stk(r, unit)
+      if stock then
+        for i = #r + 1, 15 do r[i] = 0 end
+        r[16] = rem; r[17] = unit
+      end
+      return r
+    end
+    -- The end of an event's head: the fairness counts and the units sold,
+    -- which a fast path leaves as they are.
+    local counts = table.concat({ v[24] or '0', v[25] or '0', v[26] or '0', v[22] or '0' }, '\t')
+    local lt12, lt15 = '', ''
+    if stock then
+      lt15 = '\t' .. fmt('%d', rem) .. '\t0'
+      lt12 = '\t0\t0\t0' .. lt15
+    end
 
     if quiet and OP ~= 'join' and OP ~= 'joins' then
-      local t = tonumber(ARGV[11])
+      -- ARGV 11 ticket, 12 secret, 13 entry number (idArgs).
+      local t, en = tonumber(ARGV[11]), tonumber(ARGV[13])
+      if t == 0 and en > tonumber(v[19] or '0') then
+        if pre then
+          -- An entrant needs no presence before the draw: only the clock moves.
+          local rec = redis.call('HGET', K_PRE, ARGV[13])
+          if rec then
+            local sec, j, key = unpackEntrant(rec)
+            if sec == ARGV[12] then
+              if now ~= tonumber(v[5]) then redis.call('HSET', K_ROOM, 'now', fmt('%d', now)) end
+              return { 'ok', '', stk({ 0, sec, 'waiting', key, j, 0, 0, '', 0, nw, na, cap, en, opens, np }, 0) }
+            end
+          end
+        elseif sch == 'drawn' then
+          -- A drawn entrant keeps its entry id: find its ticket.
+          t = tonumber(redis.call('HGET', K_E2T, ARGV[13]) or '0')
+        end
+      end
       if t > tonumber(v[8]) then
-        local sk = PFX .. 's:' .. ARGV[11]
-        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad')
+        local ts = fmt('%d', t)
+        local sk = PFX .. 's:' .. ts
+        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u')
         local st = s[2]
         local timer = (st == 'waiting' and tonumber(v[12]) > 0) or
           (st == 'active' and (tonumber(v[13]) > 0 or tonumber(v[14]) > 0))
@@ -95,8 +197,11 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
           end
           if now ~= tonumber(v[5]) then redis.call('HSET', K_ROOM, 'now', fmt('%d', now)) end
           local pos = 0
-          if st == 'waiting' then pos = redis.call('ZRANK', K_WAIT, ARGV[11]) + 1 end
-          return { 'ok', '', { t, s[1], st, s[6] or '', tonumber(s[7]), tonumber(s[8]), 0, '', pos, nw, na, cap } }
+          if st == 'waiting' then pos = redis.call('ZRANK', K_WAIT, ts) + 1 end
+          local unit = 0
+          if st == 'active' and s[10] == '1' then unit = 1 end
+          return { 'ok', '', stk({ t, s[1], st, s[6] or '', tonumber(s[7]), tonumber(s[8]), 0, '', pos, nw, na, cap,
+            tonumber(s[9] or '0') }, unit) }
         end
       end
     end
@@ -110,10 +215,49 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     -- whole batch is 'slow': each join then runs on its own, through the
     -- general path. The reply is { 'ok', event, { now, waiting before,
     -- active, capacity }, { ticket or 0, ... } }: each join waits at the
-    -- back, so the caller knows the rest of its session.
+    -- back, so the caller knows the rest of its session. In a pre-queue the
+    -- head also holds the opening and the pre-queue's size before, and each
+    -- join that entered answers its entry number, negated. In a room with an
+    -- inventory the head is { now, waiting, active, capacity, opening or 0,
+    -- pre-queue or 0, units remaining }.
     if OP == 'joins' then
-      if not (quiet and (nw > 0 or not open)) then return { 'slow', '' } end
+      if not quiet or closed or soldout then return { 'slow', '' } end
+      if pre then
+        local head = { now, nw, na, cap, opens, np }
+        if stock then head[7] = rem end
+        local ns, nw_s, na_s = fmt('%d', now), fmt('%d', nw), fmt('%d', na)
+        local cap_s, opens_s = fmt('%d', cap), fmt('%d', opens)
+        local asked = {}
+        for i = 12, #ARGV, 2 do asked[#asked + 1] = ARGV[i] end
+        local seen = redis.call('HMGET', K_RECENT, unpack(asked))
+        local out, lines, secs, marks = {}, {}, {}, {}
+        for i = 11, #ARGV, 2 do
+          local key, sec = ARGV[i], ARGV[i + 1]
+          if seen[(i - 9) / 2] or (key ~= '' and redis.call('HEXISTS', K_KEYS, key) == 1) then
+            out[#out + 1] = 0
+          else
+            local n = enter(key, sec, ns)
+            np = np + 1
+            out[#out + 1] = -tonumber(n)
+            secs[#secs + 1] = sec; marks[#marks + 1] = 'e' .. n
+            if EV then lines[#lines + 1] = entrantLine(n, sec, key, ns, nw_s, na_s, cap_s, opens_s, fmt('%d', np)) .. lt15 end
+          end
+        end
+        if #secs == 0 then return { 'ok', '', head, out } end
+        remember(secs, marks)
+        redis.call('HSET', K_ROOM, 'now', ns, 'npre', fmt('%d', np))
+        local ev = ''
+        if EV then
+          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, nw_s, na_s, v[20], '', counts }, '\t') .. '\n' ..
+            table.concat(lines, '\n')
+          if PUB ~= '' then redis.call(PUB, CHAN, ev) end
+          if not WANT_EV then ev = '' end
+        end
+        return { 'ok', ev, head, out }
+      end
+      if not (nw > 0 or not open) then return { 'slow', '' } end
       local head = { now, nw, na, cap }
+      if stock then head[5], head[6], head[7] = 0, 0, rem end
       local ns, na_s, cap_s = fmt('%d', now), fmt('%d', na), fmt('%d', cap)
       local wt = tonumber(v[12])
       local sch, sch_s = 0, '0'
@@ -149,7 +293,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
           out[#out + 1] = t
           if EV then
             lines[#lines + 1] = ts .. '\t' .. sec .. '\t\twaiting\t' .. key .. '\t' .. ns .. '\t0\t0\t\t' ..
-              nw .. '\t' .. na_s .. '\t' .. cap_s
+              nw .. '\t' .. na_s .. '\t' .. cap_s .. lt12
           end
           lastts = ts
         end
@@ -161,7 +305,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       redis.call('HSET', K_ROOM, 'now', ns, 'nw', fmt('%d', nw), 'last', lastts, 'dmin', fmt('%d', dmin))
       local ev = ''
       if EV then
-        ev = table.concat({ '1', PID, ROOM, 'sessions', ns, fmt('%d', nw), na_s, lastts, '' }, '\t') .. '\n' ..
+        ev = table.concat({ '1', PID, ROOM, 'sessions', ns, fmt('%d', nw), na_s, lastts, '', counts }, '\t') .. '\n' ..
           table.concat(lines, '\n')
         if PUB ~= '' then redis.call(PUB, CHAN, ev) end
         if not WANT_EV then ev = '' end
@@ -169,8 +313,29 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       return { 'ok', ev, head, out }
     end
 
+    -- A join that enters the pre-queue.
+    if quiet and pre and not closed and OP == 'join' then
+      local key, sec = ARGV[11], ARGV[12]
+      if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
+        local ns = fmt('%d', now)
+        local n = enter(key, sec, ns)
+        np = np + 1
+        remember({ sec }, { 'e' .. n })
+        redis.call('HSET', K_ROOM, 'now', ns, 'npre', fmt('%d', np))
+        local ev = ''
+        if EV then
+          local w, a = fmt('%d', nw), fmt('%d', na)
+          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, v[20], '', counts }, '\t') .. '\n' ..
+            entrantLine(n, sec, key, ns, w, a, fmt('%d', cap), fmt('%d', opens), fmt('%d', np)) .. lt15
+          if PUB ~= '' then redis.call(PUB, CHAN, ev) end
+          if not WANT_EV then ev = '' end
+        end
+        return { 'ok', ev, stk({ 0, sec, 'waiting', key, now, 0, 0, '', 0, nw, na, cap, tonumber(n), opens, np }, 0) }
+      end
+    end
+
     -- A join that waits: someone already does, or admission is closed.
-    if quiet and OP == 'join' and (nw > 0 or not open) then
+    if quiet and not pre and not closed and OP == 'join' and (nw > 0 or not open) then
       local key, sec = ARGV[11], ARGV[12]
       if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
         local t = redis.call('INCR', K_SEQ)
@@ -194,13 +359,13 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         local ev = ''
         if EV then
           local w, a = fmt('%d', nw), fmt('%d', na)
-          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, ts, '' }, '\t') .. '\n' ..
-            table.concat({ ts, sec, '', 'waiting', key, ns, '0', '0', '', w, a, fmt('%d', cap) }, '\t')
+          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, ts, '', counts }, '\t') .. '\n' ..
+            table.concat({ ts, sec, '', 'waiting', key, ns, '0', '0', '', w, a, fmt('%d', cap) }, '\t') .. lt12
           if PUB ~= '' then redis.call(PUB, CHAN, ev) end
           if not WANT_EV then ev = '' end
         end
         -- The newest ticket is last in line: its position is the count.
-        return { 'ok', ev, { t, sec, 'waiting', key, now, 0, 0, '', nw, nw, na, cap } }
+        return { 'ok', ev, stk({ t, sec, 'waiting', key, now, 0, 0, '', nw, nw, na, cap }, 0) }
       end
     end
   end
@@ -213,37 +378,55 @@ local function skey(t) return PFX .. 's:' .. i2s(t) end
 
 -- Room state, loaded once (one HMGET) and saved once at the end; the
 -- counters are kept in step with every change.
-local R, now, nW, nA, last, units, uat, dmin
+-- npre counts the live entrants of a pre-queue. R.sch is the room's
+-- schedule (schedule.lua): '' (none), 'pre', 'closing' or 'drawn'.
+-- R.stock is the inventory (nil for none); sold and rsv count its units
+-- sold and reserved, and adm, invs and madm are the fairness counts
+-- (stock.lua).
+local R, now, nW, nA, last, units, uat, dmin, npre
+local adm, invs, madm, sold, rsv
 local changes, kind, cfgjson = {}, 'sessions', ''
+-- always makes a sessions event go out without changes: a draw's.
+local always = false
 
 local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
-    'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin')
+    'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
+    'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv')
   if not v[1] then return false end
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
     maxs = tonumber(v[5]), wt = tonumber(v[6]), grace = tonumber(v[7]), paused = v[8] == '1',
-    lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14] }
+    lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14],
+    sch = v[19] or '', opens = tonumber(v[20] or '0'), closes = tonumber(v[21] or '0'),
+    ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or '') }
   units, uat = tonumber(v[10]), tonumber(v[11])
   nW, nA, last, dmin = tonumber(v[15]), tonumber(v[16]), tonumber(v[17]), tonumber(v[18])
+  npre = tonumber(v[22] or '0')
+  adm, invs, madm = tonumber(v[24] or '0'), tonumber(v[25] or '0'), tonumber(v[26] or '0')
+  sold, rsv = tonumber(v[28] or '0'), tonumber(v[29] or '0')
   -- What save compares with, to write only what changed.
-  R.saved = { now = R.lastnow, units = units, uat = uat, nw = nW, na = nA, last = last, dmin = dmin }
+  R.saved = { now = R.lastnow, units = units, uat = uat, nw = nW, na = nA, last = last, dmin = dmin, npre = npre,
+    adm = adm, invs = invs, madm = madm, sold = sold, rsv = rsv }
   return true
 end
 
 -- A session: t ticket, sec secret (hex), key, st status, j joined, ad
 -- admitted, tc last seen (waiting) or last active (active), aw away until
--- (0: present), sch scheduled deadline (0: none), why end reason, e ended.
+-- (0: present), sch scheduled deadline (0: none), why end reason, e ended,
+-- en entry number (0 unless it entered a pre-queue and was drawn), u
+-- whether it holds a reserved unit (stock.lua).
 -- Loaded sessions are cached for the run, so every change goes through one
 -- table and nothing is read twice.
 local cache = {}
 local function load(t)
   local s = cache[t]
   if s then return s end
-  local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end')
+  local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end', 'en', 'u')
   if not v[1] then return nil end
   s = { t = t, sec = v[1], key = v[2] or '', st = v[3], j = tonumber(v[4]) or 0,
     ad = tonumber(v[5]) or 0, tc = tonumber(v[6]) or 0, aw = tonumber(v[7]) or 0,
-    sch = tonumber(v[8]) or 0, why = v[9] or '', e = tonumber(v[10]) or 0 }
+    sch = tonumber(v[8]) or 0, why = v[9] or '', e = tonumber(v[10]) or 0, en = tonumber(v[11]) or 0,
+    u = v[12] == '1' }
   cache[t] = s
   return s
 end
@@ -259,21 +442,35 @@ local function find(t, sec)
   return s
 end
 
+-- Defined in stock.lua: stockTail pads a session array (or, with line, the
+-- fields of an event line) to a stocked room's form, and lineTail ends an
+-- event line of a live session without a unit so; reserve gives an
+-- admitted session a unit if one remains; release gives an ending
+-- session's unit back; count counts an admission; endSoldOut ends the line
+-- of a sold-out room.
+local stockTail, lineTail, reserve, release, count, endSoldOut
+
 -- view is the reply form of a session with the room's totals now.
 local function view(s, pos)
   local p = 0
   if pos and s.st == 'waiting' then p = redis.call('ZRANK', K_WAIT, i2s(s.t)) + 1 end
-  return { s.t, s.sec, s.st, s.key, s.j, s.ad, s.e, s.why, p, nW, nA, R.cap }
+  local unit = s.u and s.st == 'active'
+  local v = { s.t, s.sec, s.st, s.key, s.j, s.ad, s.e, s.why, p, nW, nA, R.cap }
+  if (s.en or 0) ~= 0 then v[13] = s.en end
+  return stockTail(v, unit)
 end
 
 -- change records a status change for the event. Live sessions carry the
--- totals of that moment; ended ones none (as memstore).
+-- totals of that moment, and in a room with an inventory the units
+-- remaining and their own; ended ones none (as memstore).
 local function change(s, from)
   if not EV then return end
   local w, a, c = 0, 0, 0
   if live(s) then w, a, c = nW, nA, R.cap end
-  changes[#changes + 1] = table.concat({ i2s(s.t), s.sec, from, s.st, s.key, i2s(s.j), i2s(s.ad),
-    i2s(s.e), s.why, i2s(w), i2s(a), i2s(c) }, '\t')
+  local f = { i2s(s.t), s.sec, from, s.st, s.key, i2s(s.j), i2s(s.ad), i2s(s.e), s.why, i2s(w), i2s(a), i2s(c) }
+  if (s.en or 0) ~= 0 then f[13] = i2s(s.en) end
+  if live(s) then f = stockTail(f, s.u and s.st == 'active', true) end
+  changes[#changes + 1] = table.concat(f, '\t')
 end
 
 -- deadline returns when s is due and why; 0 when it has no deadline. On a
@@ -319,6 +516,7 @@ local function finish(s, why, keep)
   if from == 'active' then
     redis.call('ZREM', K_ACTIVE, ts)
     nA = nA - 1
+    if s.u then release(s) end
   else
     redis.call('ZREM', K_WAIT, ts)
     nW = nW - 1
@@ -329,8 +527,10 @@ local function finish(s, why, keep)
   if keep then
     redis.call('HSET', sk, 'st', s.st, 'why', why, 'end', i2s(now), 'sch', '0')
     redis.call('PEXPIRE', sk, RETAIN)
-    redis.call('XADD', K_HIST, 'MAXLEN', '~', HISTMAX, '*', 't', ts, 'sec', s.sec, 'key', s.key,
-      'st', s.st, 'why', why, 'j', i2s(s.j), 'ad', i2s(s.ad), 'e', i2s(now))
+    local h = { 't', ts, 'sec', s.sec, 'key', s.key, 'st', s.st, 'why', why, 'j', i2s(s.j), 'ad', i2s(s.ad),
+      'e', i2s(now) }
+    if (s.en or 0) ~= 0 then h[#h + 1] = 'en'; h[#h + 1] = i2s(s.en) end
+    redis.call('XADD', K_HIST, 'MAXLEN', '~', HISTMAX, '*', unpack(h))
   else
     redis.call('UNLINK', sk)
   end
@@ -362,8 +562,10 @@ local function takeToken()
   return true
 end
 
+-- canAdmit reports whether automatic admission is open at all: in a room
+-- with an inventory, only while a unit remains to reserve.
 local function canAdmit()
-  return R.mode == 'auto' and not R.paused and nA < R.cap
+  return R.mode == 'auto' and not R.paused and nA < R.cap and (R.stock == nil or R.stock - sold - rsv > 0)
 end
 
 local function activate(s)
@@ -374,9 +576,14 @@ local function activate(s)
   nA = nA + 1
   redis.call('ZREM', K_DUE, ts)
   s.st, s.ad, s.tc, s.sch = 'active', now, now, 0
-  redis.call('HSET', skey(s.t), 'st', 'active', 'ad', i2s(now), 'tc', i2s(now), 'sch', '0')
+  if reserve(s) then
+    redis.call('HSET', skey(s.t), 'st', 'active', 'ad', i2s(now), 'tc', i2s(now), 'sch', '0', 'u', '1')
+  else
+    redis.call('HSET', skey(s.t), 'st', 'active', 'ad', i2s(now), 'tc', i2s(now), 'sch', '0')
+  end
   schedule(s)
   change(s, 'waiting')
+  count(s.t)
 end
 
 -- admit moves the head of the line into free slots.
@@ -391,13 +598,19 @@ local function admit()
 end
 
 -- settle expires what is due at now in (deadline, ticket) order, then
--- admits. It handles at most BATCH due entries; when more remain it returns
--- more = true without admitting, and the caller runs the script again, so
--- one run never blocks Redis for long and the end result is memstore's.
+-- admits, then ends the line of a room that sold out. It handles at most
+-- BATCH due entries; when more remain it returns more = true without
+-- admitting, and the caller runs the script again, so one run never blocks
+-- Redis for long and the end result is memstore's. Ending a sold-out line
+-- is batched the same way (endSoldOut).
 local function settle()
   local exp = 0
   -- dmin is at most the earliest entry: past it nothing can be due.
-  if dmin == 0 or dmin > now then return exp, admit(), false end
+  if dmin == 0 or dmin > now then
+    local a = admit()
+    local n, more = endSoldOut()
+    return n, a, more
+  end
   local batch = redis.call('ZRANGEBYSCORE', K_DUE, '-inf', i2s(now), 'WITHSCORES', 'LIMIT', 0, BATCH)
   if #batch > 0 then
     local es = {}
@@ -433,16 +646,19 @@ local function settle()
   local first = redis.call('ZRANGE', K_DUE, 0, 0, 'WITHSCORES')
   dmin = 0
   if #first > 0 then dmin = tonumber(first[2]) end
-  return exp, admit(), false
+  local a = admit()
+  local n, more = endSoldOut()
+  return exp + n, a, more
 end
 
 -- nextDue is the earliest time something may be due: the first due entry
--- (possibly early: lazy) or the next token when only the rate holds
--- admission back. 0 for none.
+-- (possibly early: lazy), the opening of a pre-queue, or the next token
+-- when only the rate holds admission back. 0 for none.
 local function nextDue()
   local at = 0
   local first = redis.call('ZRANGE', K_DUE, 0, 0, 'WITHSCORES')
   if #first > 0 then at = tonumber(first[2]) end
+  if R.sch == 'pre' and (at == 0 or R.opens < at) then at = R.opens end
   if R.rate > 0 and nW > 0 and canAdmit() and units < 60000 then
     local t = uat + math.floor((60000 - units + R.rate - 1) / R.rate)
     if at == 0 or t < at then at = t end
@@ -465,18 +681,27 @@ local function reschedule()
   end
 end
 
+-- info is a room's reply form: { configuration, waiting, active, last
+-- ticket, clock, entrants, admissions, inversions, sold, reserved,
+-- remaining (-1 without an inventory) } (decodeRoom).
+local cfgOut
 local function info()
-  return { R.cfg, nW, nA, last, R.lastnow }
+  local entrants = 0
+  if R.sch == 'pre' or R.sch == 'closing' then entrants = npre end
+  local rem = -1
+  if R.stock then rem = R.stock - sold - rsv end
+  return { cfgOut(), nW, nA, last, R.lastnow, entrants, adm, invs, sold, rsv, rem }
 end
 
 -- emit publishes the operation's event and returns it when asked to. The
 -- wire format is decodeEvent's (events.go); the join fast path above
 -- writes the same.
 -- Operations that changed no session publish nothing (config and delete
--- events always go out).
+-- events, and a draw's, always go out).
 local function emit()
-  if not EV or (#changes == 0 and kind == 'sessions') then return '' end
-  local msg = table.concat({ '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson }, '\t')
+  if not EV or (#changes == 0 and kind == 'sessions' and not always) then return '' end
+  local msg = table.concat({ '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson,
+    i2s(adm), i2s(invs), i2s(madm), i2s(sold) }, '\t')
   if #changes > 0 then msg = msg .. '\n' .. table.concat(changes, '\n') end
   if PUB ~= '' then redis.call(PUB, CHAN, msg) end
   if WANT_EV then return msg end
@@ -485,9 +710,9 @@ end
 
 local function save()
   local f, old = {}, R.saved
-  local names = { 'now', 'units', 'uat', 'nw', 'na', 'last', 'dmin' }
-  local vals = { now, units, uat, nW, nA, last, dmin }
-  for i = 1, 7 do
+  local names = { 'now', 'units', 'uat', 'nw', 'na', 'last', 'dmin', 'npre', 'adm', 'invs', 'madm', 'sold', 'rsv' }
+  local vals = { now, units, uat, nW, nA, last, dmin, npre, adm, invs, madm, sold, rsv }
+  for i = 1, #names do
     if vals[i] ~= old[names[i]] then
       f[#f + 1] = names[i]
       f[#f + 1] = i2s(vals[i])
@@ -503,249 +728,3 @@ local function reply(status, ...)
   return { status, emit(), ... }
 end
 
--- ---------------------------------------------------------------- create
-
-local exists = loadRoom()
-
-if OP == 'putroom' and not exists then
-  -- ARGV 11.. mode cap rate idle maxs wt grace paused cfg tsig
-  local base = tonumber(redis.call('GET', K_SEQ) or '0')
-  local rate = tonumber(ARGV[13])
-  local full = math.max(1, math.floor((rate + 59) / 60)) * 60000
-  redis.call('HSET', K_ROOM, 'mode', ARGV[11], 'cap', ARGV[12], 'rate', ARGV[13], 'idle', ARGV[14],
-    'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19],
-    'tsig', ARGV[20], 'now', i2s(ARGNOW), 'units', i2s(full), 'uat', i2s(ARGNOW), 'base', i2s(base),
-    'nw', '0', 'na', '0', 'last', i2s(base), 'dmin', '0')
-  loadRoom()
-  now, kind, cfgjson = ARGNOW, 'config', ARGV[19]
-  return reply('ok', 1, info(), 0)
-end
-
-if not exists then return { 'room_not_found', '' } end
-
--- ---------------------------------------------------------------- reads
--- Reads take no now and change nothing: the state as of the last operation.
-
-if OP == 'room' then
-  return { 'ok', '', info() }
-end
-
-if OP == 'sessions' then
-  -- ARGV 11.. ticket, secret pairs
-  local out = { 'ok', '' }
-  for i = 11, #ARGV, 2 do
-    local s = find(tonumber(ARGV[i]), ARGV[i + 1])
-    if s == nil then
-      out[#out + 1] = 0
-    else
-      out[#out + 1] = view(s, true)
-    end
-  end
-  return out
-end
-
-if OP == 'waiting' then
-  -- ARGV 11 after (ticket), 12 page size
-  local after, size = ARGV[11], tonumber(ARGV[12])
-  local ts = redis.call('ZRANGEBYSCORE', K_WAIT, '(' .. after, '+inf', 'LIMIT', 0, size)
-  local out = {}
-  local pos = 0
-  if #ts > 0 then pos = redis.call('ZCOUNT', K_WAIT, '-inf', after) end
-  for i, t in ipairs(ts) do
-    pos = pos + 1
-    local v = view(load(tonumber(t)), false)
-    v[9] = pos
-    out[i] = v
-  end
-  local nxt = 0
-  if #out == size and pos < nW then nxt = tonumber(ts[#ts]) end
-  return { 'ok', '', nxt, out }
-end
-
-if OP == 'history' then
-  -- ARGV 11 status ('' for all), 12 cursor (stream id, '' for the start), 13 page size
-  local status, cursor, size = ARGV[11], ARGV[12], tonumber(ARGV[13])
-  local start = '+'
-  if cursor ~= '' then start = '(' .. cursor end
-  local out, lastid = {}, nil
-  local chunk = math.max(size, 64)
-  while #out < size do
-    local es = redis.call('XREVRANGE', K_HIST, start, '-', 'COUNT', chunk)
-    for _, e in ipairs(es) do
-      local f = {}
-      for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-      if status == '' or f.st == status then
-        out[#out + 1] = { tonumber(f.t), f.sec, f.st, f.key or '', tonumber(f.j), tonumber(f.ad),
-          tonumber(f.e), f.why, 0, nW, nA, R.cap }
-        lastid = e[1]
-        if #out == size then break end
-      end
-    end
-    if #es < chunk or #out == size then break end
-    start = '(' .. es[#es][1]
-  end
-  local nxt = ''
-  if #out == size and lastid and #redis.call('XREVRANGE', K_HIST, '(' .. lastid, '-', 'COUNT', 1) > 0 then
-    nxt = lastid
-  end
-  return { 'ok', '', nxt, out }
-end
-
--- ---------------------------------------------------------------- writes
-
-now = math.max(ARGNOW, R.lastnow)
-
-if OP == 'sweep' then
-  -- ARGV 11 lease (ms; 0: none). Only the lease holder sweeps, so many
-  -- processes do not all sweep every room; requests settle by themselves.
-  local lease = tonumber(ARGV[11])
-  if lease > 0 then
-    local holder = redis.call('GET', K_LEASE)
-    if holder and holder ~= PID then
-      return { 'leased', '', redis.call('PTTL', K_LEASE) }
-    end
-    redis.call('SET', K_LEASE, PID, 'PX', lease)
-  end
-end
-
-local exp, adm, more = settle()
-if more then return reply('more', exp) end
-
-if OP == 'sweep' then
-  return reply('ok', exp, adm, nextDue())
-end
-
-if OP == 'putroom' then
-  local tsig = R.tsig
-  R.mode, R.cap, R.rate = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-  R.idle, R.maxs, R.wt, R.grace = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
-  R.paused, R.cfg, R.tsig = ARGV[18] == '1', ARGV[19], ARGV[20]
-  redis.call('HSET', K_ROOM, 'mode', ARGV[11], 'cap', ARGV[12], 'rate', ARGV[13], 'idle', ARGV[14],
-    'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19], 'tsig', ARGV[20])
-  units, uat = burst() * 60000, now
-  if tsig ~= R.tsig then reschedule() end
-  local _, _, again = settle()
-  kind, cfgjson = 'config', R.cfg
-  local m = 0
-  if again then m = 1 end
-  return reply('ok', 0, info(), m)
-end
-
-if OP == 'deleteroom' then
-  -- ARGV 11 force ('1')
-  local n = nW + nA
-  if n > 0 and ARGV[11] ~= '1' then return reply('room_not_empty', n) end
-  kind = 'deleted'
-  for _, key in ipairs({ K_ACTIVE, K_WAIT }) do
-    for _, ts in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-      finish(load(tonumber(ts)), 'room_deleted', false)
-    end
-  end
-  local ev = reply('ok')
-  redis.call('UNLINK', K_ROOM, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE, K_RECENT, K_RECENTQ)
-  return ev
-end
-
-if OP == 'join' then
-  -- ARGV 11 key, 12 secret
-  local key, sec = ARGV[11], ARGV[12]
-  local rt = redis.call('HGET', K_RECENT, sec)
-  if rt then
-    -- This join ran already (its reply was lost): answer as then, as the
-    -- session is now.
-    local s0 = load(tonumber(rt))
-    if s0 and s0.sec == sec then
-      settle()
-      return reply('ok', view(s0, true))
-    end
-  end
-  if key ~= '' then
-    local lt = redis.call('HGET', K_KEYS, key)
-    if lt then return reply('already_joined', view(load(tonumber(lt)), true)) end
-  end
-  local t = redis.call('INCR', K_SEQ)
-  last = t
-  local s = { t = t, sec = sec, key = key, j = now, ad = 0, tc = now, aw = 0, sch = 0, why = '', e = 0 }
-  local ts = i2s(t)
-  if nW == 0 and canAdmit() and takeToken() then
-    s.st, s.ad = 'active', now
-    redis.call('ZADD', K_ACTIVE, ts, ts)
-    nA = nA + 1
-  else
-    s.st = 'waiting'
-    redis.call('ZADD', K_WAIT, ts, ts)
-    nW = nW + 1
-  end
-  cache[t] = s
-  local d = deadline(s)
-  if d ~= 0 then due(s, d) end
-  local f = { 'sec', sec, 'st', s.st, 'j', i2s(now), 'ad', i2s(s.ad), 'tc', i2s(now), 'aw', '0', 'sch', i2s(s.sch) }
-  if key ~= '' then
-    f[#f + 1] = 'key'; f[#f + 1] = key
-    redis.call('HSET', K_KEYS, key, ts)
-  end
-  redis.call('HSET', skey(t), unpack(f))
-  remember({ sec }, { ts })
-  change(s, '')
-  settle()
-  return reply('ok', view(s, true))
-end
-
-if OP == 'advance' then
-  -- ARGV 11 n
-  if nW == 0 then return reply('queue_empty') end
-  local moved = {}
-  for _, ts in ipairs(redis.call('ZRANGE', K_WAIT, 0, tonumber(ARGV[11]) - 1)) do
-    local s = load(tonumber(ts))
-    if R.mode == 'manual' then
-      finish(s, 'served', true)
-    else
-      activate(s)
-    end
-    moved[#moved + 1] = s
-  end
-  settle()
-  local out = {}
-  for i, s in ipairs(moved) do out[i] = view(s, false) end
-  return reply('ok', out)
-end
-
--- The remaining operations name a session: ARGV 11 ticket (0: the id was
--- malformed), 12 secret. They settle first even then, as memstore does.
-local t = tonumber(ARGV[11])
-if t == 0 then return reply('invalid_session_id') end
-local s = find(t, ARGV[12])
-if s == nil then return reply('session_not_found') end
-
-if OP == 'session' or OP == 'heartbeat' then
-  if not live(s) then return reply('ok', view(s, false)) end
-  if (s.st == 'waiting' or OP == 'heartbeat') and s.tc ~= now or s.aw ~= 0 then
-    if s.st == 'waiting' or OP == 'heartbeat' then s.tc = now end
-    s.aw = 0
-    redis.call('HSET', skey(t), 'tc', i2s(s.tc), 'aw', '0')
-  end
-  if s.sch == 0 then schedule(s) end
-  return reply('ok', view(s, true))
-end
-
-if OP == 'away' then
-  if live(s) then
-    s.aw = now + R.grace
-    if s.aw == 0 then s.aw = 1 end -- now is the epoch: keep away distinguishable from present
-    redis.call('HSET', skey(t), 'aw', i2s(s.aw))
-    schedule(s)
-    settle()
-  end
-  return reply('ok')
-end
-
-if OP == 'leave' then
-  -- ARGV 13 reason
-  if live(s) then
-    finish(s, ARGV[13], true)
-    settle()
-  end
-  return reply('ok', view(s, false))
-end
-
-return redis.error_reply('redisstore: unknown operation ' .. OP)

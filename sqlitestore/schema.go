@@ -1,6 +1,7 @@
 package sqlitestore
 
-// schema is the database layout, version 1. It is documented in the README
+// schema is the database layout, version 2 (version 1 without the draw
+// tables; opening a version 1 file adds them). It is documented in the README
 // ("SQLite schema") so operators can query it with the sqlite3 shell; keep
 // the two in step. Times are unix milliseconds (UTC).
 const schema = `
@@ -26,6 +27,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 	status      TEXT NOT NULL CHECK (status IN ('waiting', 'active')),
 	joined_at   INTEGER NOT NULL,
 	admitted_at INTEGER,
+	unit        INTEGER NOT NULL DEFAULT 0,  -- 1: active, holding a reserved unit (version 2)
 	PRIMARY KEY (room, ticket)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_key ON sessions (room, key) WHERE key IS NOT NULL;
@@ -47,5 +49,55 @@ CREATE INDEX IF NOT EXISTS history_room ON history (room, seq);
 CREATE INDEX IF NOT EXISTS history_ticket ON history (room, ticket);
 CREATE INDEX IF NOT EXISTS history_status ON history (room, status, seq);
 
-PRAGMA user_version = 1;
+-- Scheduled rooms' draws (version 2). seed is the secret until drawn_at
+-- is set; the API publishes only its SHA-256 before then.
+CREATE TABLE IF NOT EXISTS draws (
+	room         TEXT PRIMARY KEY,
+	seed         TEXT NOT NULL,  -- 64 hex digits
+	opens_at     INTEGER NOT NULL,
+	drawn_at     INTEGER,        -- NULL until the draw
+	first_ticket INTEGER,
+	digest       TEXT
+) WITHOUT ROWID;
+
+-- The pre-queue of a scheduled room before its draw: one row per live
+-- entrant, by entry number. Entrants that end before the draw go to
+-- history with ticket = -entry.
+CREATE TABLE IF NOT EXISTS entrants (
+	room      TEXT NOT NULL,
+	entry     INTEGER NOT NULL,
+	id        TEXT NOT NULL,
+	key       TEXT,
+	joined_at INTEGER NOT NULL,
+	PRIMARY KEY (room, entry)
+) WITHOUT ROWID;
+
+-- A drawn room's entries in draw order (ticket order), as published.
+CREATE TABLE IF NOT EXISTS draw_entries (
+	room     TEXT NOT NULL,
+	ticket   INTEGER NOT NULL,
+	entry_no INTEGER NOT NULL,  -- the entrant's number in the pre-queue
+	entry    TEXT NOT NULL,
+	value    TEXT NOT NULL,
+	PRIMARY KEY (room, ticket)
+) WITHOUT ROWID;
+
+-- Counts per room (version 2): admissions (and services), those that came
+-- while a larger ticket had been let in before, the largest ticket let in
+-- so far, and units of the inventory sold.
+CREATE TABLE IF NOT EXISTS counts (
+	room         TEXT PRIMARY KEY,
+	admissions   INTEGER NOT NULL,
+	inversions   INTEGER NOT NULL,
+	max_admitted INTEGER NOT NULL,
+	sold         INTEGER NOT NULL
+) WITHOUT ROWID;
+
+PRAGMA user_version = 2;
 `
+
+// migrations bring an older file to the current version, by the version it
+// had before the schema ran.
+var migrations = map[int]string{
+	1: `ALTER TABLE sessions ADD COLUMN unit INTEGER NOT NULL DEFAULT 0`,
+}

@@ -104,8 +104,17 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	}
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetConnMaxIdleTime(0)
+	var version int
+	if err := s.wdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
 	if _, err := s.wdb.ExecContext(ctx, schema); err != nil {
 		return fmt.Errorf("create schema: %w", err)
+	}
+	for v := version; v > 0 && migrations[v] != ""; v++ {
+		if _, err := s.wdb.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema from version %d: %w", v, err)
+		}
 	}
 	s.rdb, err = sql.Open("sqlite", dsn(path, "busy_timeout(10000)", "query_only(1)"))
 	if err != nil {
@@ -190,6 +199,15 @@ func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) e
 		if err := mem.Restore(r.name, r.cfg, max(last[r.name], maxHist.Int64), live, now); err != nil {
 			return err
 		}
+		if err := loadDraw(ctx, db, mem, r.name); err != nil {
+			return err
+		}
+		var adm, inv, most, sold int64
+		err = db.QueryRowContext(ctx, `SELECT admissions, inversions, max_admitted, sold FROM counts WHERE room = ?`, r.name).Scan(&adm, &inv, &most, &sold)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read counts of room %q: %w", r.name, err)
+		}
+		mem.RestoreCounts(r.name, adm, inv, most, sold)
 		delete(last, r.name)
 	}
 	for room, t := range last {
@@ -205,7 +223,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE room = ?`, room).Scan(&n); err != nil {
 		return nil, fmt.Errorf("count sessions of room %q: %w", room, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at FROM sessions WHERE room = ? ORDER BY ticket`, room)
+	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit FROM sessions WHERE room = ? ORDER BY ticket`, room)
 	if err != nil {
 		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 	}
@@ -217,7 +235,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 		var joined int64
 		var admitted sql.NullInt64
 		var status string
-		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted); err != nil {
+		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit); err != nil {
 			return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 		}
 		x.Room, x.Key, x.Status = room, key.String, waitroom.Status(status)
@@ -283,7 +301,9 @@ func scanHistory(room string, sc interface{ Scan(...any) error }) (waitroom.Sess
 	if err := sc.Scan(&x.Ticket, &x.ID, &key, &status, &reason, &joined, &admitted, &ended, &seq); err != nil {
 		return x, 0, err
 	}
+	x.Ticket = max(x.Ticket, 0) // an entrant that ended before its draw had none
 	x.Room, x.Key, x.Status, x.EndReason = room, key.String, waitroom.Status(status), waitroom.Reason(reason)
+	x.Entry = entryOf(room, x.ID, x.Key)
 	x.JoinedAt = time.UnixMilli(joined).UTC()
 	x.EndedAt = time.UnixMilli(ended).UTC()
 	if admitted.Valid {
@@ -294,7 +314,11 @@ func scanHistory(room string, sc interface{ Scan(...any) error }) (waitroom.Sess
 
 // Find implements memstore.Archive.
 func (a archive) Find(ctx context.Context, room string, id waitroom.SessionID) (waitroom.Session, bool, error) {
-	row := a.db.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM history WHERE room = ? AND ticket = ? ORDER BY seq DESC LIMIT 1`, room, id.Ticket)
+	ticket := id.Ticket
+	if ticket == 0 {
+		ticket = -id.Entry // an entrant that ended before its draw
+	}
+	row := a.db.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM history WHERE room = ? AND ticket = ? ORDER BY seq DESC LIMIT 1`, room, ticket)
 	x, _, err := scanHistory(room, row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return waitroom.Session{}, false, nil

@@ -56,8 +56,9 @@ type writer struct {
 }
 
 var statements = map[string]string{
-	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-	"admit":      `UPDATE sessions SET status = 'active', admitted_at = ? WHERE room = ? AND ticket = ?`,
+	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at, unit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	"admit":      `UPDATE sessions SET status = 'active', admitted_at = ?, unit = ? WHERE room = ? AND ticket = ?`,
+	"setUnit":    `UPDATE sessions SET unit = ? WHERE room = ? AND ticket = ?`,
 	"delSession": `DELETE FROM sessions WHERE room = ? AND ticket = ?`,
 	"insHistory": `INSERT INTO history (room, ticket, id, key, status, reason, joined_at, admitted_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	"putRoom":    `INSERT INTO rooms (name, config, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
@@ -65,6 +66,19 @@ var statements = map[string]string{
 	"delLive":    `DELETE FROM sessions WHERE room = ?`,
 	"delHistory": `DELETE FROM history WHERE room = ?`,
 	"putTicket":  `INSERT INTO tickets (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
+	"putDraw": `INSERT INTO draws (room, seed, opens_at, drawn_at, first_ticket, digest) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (room) DO UPDATE SET seed = excluded.seed, opens_at = excluded.opens_at, drawn_at = excluded.drawn_at,
+		first_ticket = excluded.first_ticket, digest = excluded.digest`,
+	"insEntrant":   `INSERT INTO entrants (room, entry, id, key, joined_at) VALUES (?, ?, ?, ?, ?)`,
+	"delEntrant":   `DELETE FROM entrants WHERE room = ? AND entry = ?`,
+	"delEntrants":  `DELETE FROM entrants WHERE room = ?`,
+	"insDrawEntry": `INSERT INTO draw_entries (room, ticket, entry_no, entry, value) VALUES (?, ?, ?, ?, ?)`,
+	"delDraw":      `DELETE FROM draws WHERE room = ?`,
+	"delDrawList":  `DELETE FROM draw_entries WHERE room = ?`,
+	"putCounts": `INSERT INTO counts (room, admissions, inversions, max_admitted, sold) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (room) DO UPDATE SET admissions = excluded.admissions, inversions = excluded.inversions,
+		max_admitted = excluded.max_admitted, sold = excluded.sold`,
+	"delCounts": `DELETE FROM counts WHERE room = ?`,
 	// Prepared too: parsing them for every commit showed in profiles.
 	"begin":    `BEGIN IMMEDIATE`,
 	"commit":   `COMMIT`,
@@ -165,12 +179,25 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 	}()
 	w.inserts = w.inserts[:0]
 	last := make(map[string]int64, 1)
+	counts := make(map[string]*waitroom.Event, 1) // each room's latest event, nil after a delete
 	for _, ev := range events {
 		if err := w.event(ctx, ev); err != nil {
 			return fmt.Errorf("write %s event of room %q: %w", ev.Kind, ev.Room, err)
 		}
 		if ev.LastTicket > last[ev.Room] {
 			last[ev.Room] = ev.LastTicket
+		}
+		counts[ev.Room] = ev
+		if ev.Kind == waitroom.EventDeleted {
+			counts[ev.Room] = nil
+		}
+	}
+	for room, ev := range counts {
+		if ev == nil || (ev.Admissions == 0 && ev.Sold == 0) {
+			continue
+		}
+		if _, err := w.stmts["putCounts"].ExecContext(ctx, room, ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold); err != nil {
+			return fmt.Errorf("write counts of room %q: %w", room, err)
 		}
 	}
 	if err := w.flush(ctx); err != nil {
@@ -194,6 +221,22 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			return err
 		}
 	}
+	if len(ev.Units) > 0 {
+		// The units may be of sessions still in the insert buffer.
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+	}
+	for _, u := range ev.Units {
+		if _, err := w.stmts["setUnit"].ExecContext(ctx, u.Unit, ev.Room, u.Ticket); err != nil {
+			return fmt.Errorf("write the unit of session %d: %w", u.Ticket, err)
+		}
+	}
+	if ev.Draw != nil && !deleted {
+		if err := w.draw(ctx, ev.Room, ev.Draw); err != nil {
+			return err
+		}
+	}
 	switch ev.Kind {
 	case waitroom.EventConfig:
 		cfg, err := json.Marshal(ev.Config)
@@ -204,7 +247,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			return err
 		}
 	case waitroom.EventDeleted:
-		for _, st := range []string{"delRoom", "delLive", "delHistory"} {
+		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts"} {
 			if _, err := w.stmts[st].ExecContext(ctx, ev.Room); err != nil {
 				return err
 			}
@@ -214,7 +257,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 }
 
 // insertColumns is the number of values of one sessions row.
-const insertColumns = 7
+const insertColumns = 8
 
 // maxInsertRows keeps a multi-row INSERT well under SQLite's limit of
 // 32,766 bound values.
@@ -222,8 +265,12 @@ const maxInsertRows = 256
 
 func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) error {
 	s := &c.Session
-	if c.From == "" && s.Status.Live() {
-		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt))
+	if s.Ticket == 0 {
+		return w.entrant(ctx, c, deleted)
+	}
+	if (c.From == "" && s.Status.Live()) || (c.From == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting) {
+		// A new session, or an entrant the draw gave its ticket.
+		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt), s.Unit)
 		if len(w.inserts) == maxInsertRows*insertColumns {
 			return w.flush(ctx)
 		}
@@ -235,7 +282,7 @@ func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) er
 	}
 	switch {
 	case s.Status == waitroom.StatusActive:
-		_, err := w.stmts["admit"].ExecContext(ctx, s.AdmittedAt.UnixMilli(), s.Room, s.Ticket)
+		_, err := w.stmts["admit"].ExecContext(ctx, s.AdmittedAt.UnixMilli(), s.Unit, s.Room, s.Ticket)
 		return err
 	case s.Status.Final():
 		if c.From != "" {
@@ -275,7 +322,7 @@ func (w *writer) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st := w.multi[n]; st != nil {
 		return st, nil
 	}
-	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", n-1)
+	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?)", n-1)
 	st, err := w.conn.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare insert of %d rows: %w", n, err)

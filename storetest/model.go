@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -9,7 +11,10 @@ import (
 
 // model is the reference the model-based test compares a store with: one
 // room, written to be obviously correct rather than fast. Every session is
-// kept in a slice in ticket order and every rule is a loop over it.
+// kept in a slice in ticket order and every rule is a loop over it; the
+// entrants of a scheduled room's pre-queue, who have no tickets yet, are
+// kept apart until the draw (model_schedule.go). A room's inventory and
+// its units are in model_stock.go.
 type model struct {
 	name   string
 	exists bool
@@ -17,7 +22,11 @@ type model struct {
 	latest time.Time // the latest now the room has seen
 
 	lastTicket int64
+	letIn      []int64     // tickets admitted or served, in the order they were
 	sessions   []*mSession // this incarnation of the room, by ticket; ended ones stay (the history)
+
+	sch      *mSchedule  // nil while this incarnation was never given an opens_at
+	entrants []*mSession // the pre-queue, in entry order; those that ended before the draw stay
 
 	// The token bucket in exact units: one token is 60,000 units and each
 	// millisecond adds rate_per_minute units (R/60 tokens a second).
@@ -26,19 +35,37 @@ type model struct {
 
 	op      int       // the number of the current operation
 	changes []mChange // status changes of the current operation
+
+	scheduledNow bool                 // the current operation scheduled the room
+	drewRecord   *waitroom.DrawRecord // the draw the current operation held
+
+	sold      int64           // units sold in this incarnation (reserved ones are the sessions' units)
+	unitsOut  []int64         // the current operation's units taken from active sessions that stay active
+	admitUnit map[string]bool // whether each session the current operation admitted got a unit
+
+	hooks modelHooks
+}
+
+// modelHooks connect the model to the run: the draw's seed is the store's
+// secret, so the model reads the store's record when it draws.
+type modelHooks struct {
+	t        T
+	readDraw func() waitroom.DrawRecord
 }
 
 // mSession is one session of the model.
 type mSession struct {
 	id     string
-	ticket int64
+	ticket int64 // 0 for an entrant before the draw
 	key    string
+	entry  string // the public entry of a session that entered a pre-queue
 	status waitroom.Status
 
 	joined, admitted, ended time.Time
 	lastSeen, lastActive    time.Time
 	away                    bool
 	awayUntil               time.Time
+	unit                    bool // active and holding a reserved unit
 
 	reasons []waitroom.Reason // why it ended: more than one when deadlines tie
 	endOp   int               // the operation that ended it
@@ -46,13 +73,16 @@ type mSession struct {
 
 // mChange is one status change the model made.
 type mChange struct {
+	id       string
 	ticket   int64
 	from, to waitroom.Status
 }
 
 const tokenUnits = 60_000
 
-func newModel(name string) *model { return &model{name: name} }
+func newModel(name string, hooks modelHooks) *model {
+	return &model{name: name, hooks: hooks, admitUnit: map[string]bool{}}
+}
 
 // clock applies the rule that an earlier now counts as the latest.
 func (m *model) clock(now time.Time) time.Time {
@@ -89,7 +119,7 @@ func (m *model) counts() (waiting, active int) {
 
 // position is the 1-based rank of s among waiting sessions, 0 if not waiting.
 func (m *model) position(s *mSession) int64 {
-	if s.status != waitroom.StatusWaiting {
+	if s.status != waitroom.StatusWaiting || s.ticket == 0 {
 		return 0
 	}
 	var n int64
@@ -102,12 +132,24 @@ func (m *model) position(s *mSession) int64 {
 }
 
 func (m *model) find(id string) *mSession {
-	for _, s := range m.sessions {
+	for _, s := range slices.Concat(m.sessions, m.entrants) {
 		if s.id == id {
 			return s
 		}
 	}
 	return nil
+}
+
+// ended lists every ended session with status st ("" for any), in line or
+// in the pre-queue.
+func (m *model) ended(st waitroom.Status) []*mSession {
+	var out []*mSession
+	for _, s := range slices.Concat(m.sessions, m.entrants) {
+		if s.status.Final() && (st == "" || s.status == st) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // deadline returns when s is due and every reason tied at that time; ok is
@@ -143,12 +185,13 @@ func (m *model) deadline(s *mSession) (at time.Time, reasons []waitroom.Reason, 
 }
 
 func (m *model) change(s *mSession, to waitroom.Status) {
-	m.changes = append(m.changes, mChange{s.ticket, s.status, to})
+	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, to})
 	s.status = to
 }
 
 func (m *model) end(s *mSession, reasons []waitroom.Reason, now time.Time) {
 	m.change(s, reasons[0].Status())
+	s.unit = false // an unsold unit goes back to the room
 	s.reasons = reasons
 	s.ended = now
 	s.endOp = m.op
@@ -158,10 +201,28 @@ func (m *model) activate(s *mSession, now time.Time) {
 	m.change(s, waitroom.StatusActive)
 	s.admitted = now
 	s.lastActive = now
+	m.letIn = append(m.letIn, s.ticket)
+	s.unit = m.reserve()
+	m.admitUnit[s.id] = s.unit
 }
 
-// settle expires what is due at now, then admits while the rules allow.
+// fairness counts the admissions and services of this incarnation of the
+// room, and those of a ticket smaller than one let in before it.
+func (m *model) fairness() (admissions, inversions int64) {
+	var most int64
+	for _, t := range m.letIn {
+		if t < most {
+			inversions++
+		}
+		most = max(most, t)
+	}
+	return int64(len(m.letIn)), inversions
+}
+
+// settle holds a draw that is due, expires what is due at now, admits
+// while the rules allow, then ends the line if everything is sold.
 func (m *model) settle(now time.Time) (expired, admitted int) {
+	m.drawIfDue(now)
 	for _, s := range m.live() {
 		if at, reasons, ok := m.deadline(s); ok && !at.After(now) {
 			m.end(s, reasons, now)
@@ -171,7 +232,7 @@ func (m *model) settle(now time.Time) (expired, admitted int) {
 	for {
 		w := m.withStatus(waitroom.StatusWaiting)
 		if len(w) == 0 || !m.canAdmit() || !m.takeToken(now) {
-			return expired, admitted
+			return expired + m.endSoldOut(now), admitted
 		}
 		m.activate(w[0], now)
 		admitted++
@@ -180,7 +241,8 @@ func (m *model) settle(now time.Time) (expired, admitted int) {
 
 func (m *model) canAdmit() bool {
 	_, active := m.counts()
-	return m.cfg.Mode == waitroom.ModeAuto && !m.cfg.Paused && active < m.cfg.Capacity
+	return m.cfg.Mode == waitroom.ModeAuto && !m.cfg.Paused && active < m.cfg.Capacity &&
+		(m.cfg.Inventory == nil || m.remaining() > 0)
 }
 
 func (m *model) burst() int64 {
@@ -220,30 +282,46 @@ func (m *model) takeToken(now time.Time) bool {
 func (m *model) begin() {
 	m.op++
 	m.changes = nil
+	m.scheduledNow, m.drewRecord = false, nil
+	m.unitsOut, m.admitUnit = nil, map[string]bool{}
 }
 
-// putRoom creates or reconfigures the room.
-func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool) {
+// putRoom creates or reconfigures the room; refused is the code of a
+// change the room does not allow (moving the opening of a room whose draw
+// took place, an inventory below what is sold and reserved), which then
+// changes nothing.
+func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, refused waitroom.Code) {
 	now = m.clock(now)
 	if !m.exists {
 		m.exists = true
 		m.cfg = cfg
-		m.sessions = nil
+		m.sessions, m.entrants, m.sch, m.letIn, m.sold = nil, nil, nil, nil, 0
 		m.fill(now)
-		return true
+		m.applySchedule(cfg, now)
+		m.settle(now)
+		return true, ""
 	}
 	m.settle(now)
+	if m.refusesSchedule(cfg) {
+		return false, waitroom.CodeDrawDone
+	}
+	if m.refusesStock(cfg) {
+		return false, waitroom.CodeStockConflict
+	}
+	old := m.cfg.Inventory
 	m.cfg = cfg
 	m.fill(now)
+	m.restock(old)
+	m.applySchedule(cfg, now)
 	m.settle(now)
-	return false
+	return false, ""
 }
 
 // deleteRoom reports whether the delete is refused for live sessions.
 func (m *model) deleteRoom(force bool, now time.Time) (notEmpty bool) {
 	now = m.clock(now)
 	m.settle(now)
-	live := m.live()
+	live := m.liveAll()
 	if len(live) > 0 && !force {
 		return true
 	}
@@ -251,20 +329,31 @@ func (m *model) deleteRoom(force bool, now time.Time) (notEmpty bool) {
 		m.end(s, []waitroom.Reason{waitroom.ReasonRoomDeleted}, now)
 	}
 	m.exists = false
-	m.sessions = nil
+	m.sessions, m.entrants, m.sch = nil, nil, nil
 	return false
 }
 
-// join returns the new session, or the key's live session when the key is taken.
-func (m *model) join(key, id string, now time.Time) (s *mSession, already bool) {
+// join returns the new session, or the key's live session when the key is
+// taken; refused is the code of a join the room refuses (closes_at
+// passed, everything sold).
+func (m *model) join(key, id string, now time.Time) (s *mSession, already bool, refused waitroom.Code) {
 	now = m.clock(now)
 	m.settle(now)
+	if m.closed(now) {
+		return nil, false, waitroom.CodeRoomClosed
+	}
+	if m.soldOut() {
+		return nil, false, waitroom.CodeSoldOut
+	}
 	if key != "" {
-		for _, o := range m.live() {
+		for _, o := range m.liveAll() {
 			if o.key == key {
-				return o, true
+				return o, true, ""
 			}
 		}
+	}
+	if m.preQueue() {
+		return m.enter(key, id, now), false, ""
 	}
 	m.lastTicket++
 	s = &mSession{id: id, ticket: m.lastTicket, key: key, status: "", joined: now, lastSeen: now}
@@ -275,18 +364,19 @@ func (m *model) join(key, id string, now time.Time) (s *mSession, already bool) 
 		m.change(s, waitroom.StatusWaiting)
 	}
 	m.settle(now)
-	return s, false
+	return s, false, ""
 }
 
 // presence is Session (activity false) or Heartbeat (activity true).
 func (m *model) presence(s *mSession, activity bool, now time.Time) {
 	now = m.clock(now)
 	m.settle(now)
-	switch s.status {
-	case waitroom.StatusWaiting:
+	switch {
+	case s.ticket == 0: // an entrant needs no presence before the draw
+	case s.status == waitroom.StatusWaiting:
 		s.lastSeen = now
 		s.away = false
-	case waitroom.StatusActive:
+	case s.status == waitroom.StatusActive:
 		if activity {
 			s.lastActive = now
 		}
@@ -298,7 +388,7 @@ func (m *model) presence(s *mSession, activity bool, now time.Time) {
 func (m *model) goAway(s *mSession, now time.Time) {
 	now = m.clock(now)
 	m.settle(now)
-	if s.status.Live() {
+	if s.status.Live() && s.ticket != 0 { // away changes nothing for an entrant
 		s.away = true
 		s.awayUntil = now.Add(m.cfg.Grace.D())
 	}
@@ -326,6 +416,7 @@ func (m *model) advance(n int, now time.Time) []*mSession {
 	for _, s := range w {
 		if m.cfg.Mode == waitroom.ModeManual {
 			m.end(s, []waitroom.Reason{waitroom.ReasonServed}, now)
+			m.letIn = append(m.letIn, s.ticket)
 		} else {
 			m.activate(s, now)
 		}
@@ -340,7 +431,7 @@ func (m *model) sweep(now time.Time) (expired, admitted int) {
 
 // nextDue is the earliest time after the latest now at which something is
 // due: a deadline, or the next token when only the rate holds admission
-// back. ok is false when nothing is.
+// back, or the opening of a pending draw. ok is false when nothing is.
 func (m *model) nextDue() (next time.Time, ok bool) {
 	for _, s := range m.live() {
 		if at, _, has := m.deadline(s); has && (!ok || at.Before(next)) {
@@ -355,7 +446,7 @@ func (m *model) nextDue() (next time.Time, ok bool) {
 			next, ok = t, true
 		}
 	}
-	return next, ok
+	return m.scheduleDue(next, ok)
 }
 
 // view is the Session a store should report for s now, without ETA.
@@ -378,33 +469,90 @@ func (m *model) view(s *mSession) waitroom.Session {
 	if s.status.Final() {
 		v.EndReason = s.reasons[0]
 	}
+	m.entrantFields(&v, s)
+	m.stockFields(&v, s)
 	return v
 }
 
-// collapse reduces changes to one per ticket, first from and last to, so
-// that stores may report an intermediate step or not.
-func collapse(cs []changeKey) map[int64]changeKey {
-	out := map[int64]changeKey{}
+// collapse reduces changes to one per session (by id), first from, last to
+// and last ticket, so that stores may report an intermediate step or not.
+// A change from waiting to waiting is a draw giving an entrant its ticket:
+// it stays even when nothing else changed.
+func collapse(cs []mChange) map[string]mChange {
+	out := map[string]mChange{}
+	drawn := map[string]bool{}
 	for _, c := range cs {
-		if prev, ok := out[c.ticket]; ok {
+		if c.from == waitroom.StatusWaiting && c.to == waitroom.StatusWaiting {
+			drawn[c.id] = true
+		}
+		if prev, ok := out[c.id]; ok {
 			c.from = prev.from
 		}
-		out[c.ticket] = c
+		out[c.id] = c
 	}
-	for t, c := range out {
-		if c.from == c.to {
-			delete(out, t)
+	for id, c := range out {
+		if c.from == c.to && !drawn[id] {
+			delete(out, id)
 		}
 	}
 	return out
 }
 
-func (m *model) changeKeys() []changeKey {
-	out := make([]changeKey, len(m.changes))
-	for i, c := range m.changes {
-		out[i] = changeKey{c.ticket, c.from, c.to}
+// String names a change in a failure message.
+func (c mChange) String() string {
+	id := fmt.Sprintf("%.8s…", c.id)
+	if sid, err := waitroom.ParseSessionID(c.id); err == nil && sid.Entry != 0 {
+		id = fmt.Sprintf("entry %d", sid.Entry)
+	}
+	return fmt.Sprintf("#%d (%s) %s→%s", c.ticket, id, c.from, c.to)
+}
+
+// eventChanges lists the changes of events as the model records its own.
+func eventChanges(es []waitroom.Event) []mChange {
+	var out []mChange
+	for _, e := range es {
+		for _, c := range e.Changes {
+			out = append(out, mChange{c.Session.ID, c.Session.Ticket, c.From, c.Session.Status})
+		}
 	}
 	return out
+}
+
+func sortedChanges(m map[string]mChange) []mChange {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]mChange, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+// sessionDiff describes how got differs from want, ignoring the ETA.
+func sessionDiff(got, want waitroom.Session) string {
+	got.ETA, want.ETA = nil, nil
+	sameTimes := got.JoinedAt.Equal(want.JoinedAt) && got.AdmittedAt.Equal(want.AdmittedAt) && got.EndedAt.Equal(want.EndedAt) && got.OpensAt.Equal(want.OpensAt)
+	g, w := got, want
+	g.JoinedAt, g.AdmittedAt, g.EndedAt, g.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	w.JoinedAt, w.AdmittedAt, w.EndedAt, w.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if sameTimes && g == w {
+		return ""
+	}
+	return fmt.Sprintf("\n got %s\nwant %s", fmtSession(got), fmtSession(want))
+}
+
+func fmtSession(s waitroom.Session) string {
+	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v}",
+		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
+		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room, s.Entry, rel(s.OpensAt), s.Entrants,
+		s.Stocked, s.Remaining, s.Unit)
+}
+
+// label names s in failure messages.
+func (s *mSession) label() string {
+	if s.ticket != 0 {
+		return fmt.Sprintf("#%d", s.ticket)
+	}
+	return fmt.Sprintf("entrant %.10s…", s.entry)
 }
 
 // allowedReason reports whether r is one of the reasons s may have ended with.

@@ -39,7 +39,7 @@ func testPutRoomCreateReplace(f *fixture) {
 	if created {
 		f.t.Errorf("PutRoom(existing) created = true, want false")
 	}
-	want = waitroom.Room{Name: "lobby", RoomConfig: cfg2, Active: 1, LastTicket: 1}
+	want = waitroom.Room{Name: "lobby", RoomConfig: cfg2, Active: 1, LastTicket: 1, Admissions: 1}
 	if !r.Equal(want) {
 		f.t.Errorf("PutRoom(existing) = %+v, want %+v (config replaced, sessions kept)", r, want)
 	}

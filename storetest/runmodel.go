@@ -17,10 +17,13 @@ import (
 
 // RunModel is the model-based test: rapid generates random sequences of
 // operations (joins with and without keys, leaves, revokes, away, presence,
-// heartbeats, advances, reconfigurations, deletes, sweeps and time passing)
-// and after every step the store must agree with the reference model in
-// model.go: every session's status and exact position, the room's totals,
-// ended sessions' final status and reason, the history, the events and the
+// heartbeats, advances, stock changes, reconfigurations, deletes, sweeps and
+// time passing, in rooms that are sometimes scheduled, with a pre-queue and
+// a draw, sometimes close, and sometimes sell an inventory) and after every
+// step the store must agree with the reference model in model.go,
+// model_schedule.go and model_stock.go: every session's status, exact
+// position and unit, the room's totals and stock, ended sessions' final
+// status and reason, the history, the draw record, the events and the
 // invariants.
 //
 // After each step it reads the room, its waiting line, every live session
@@ -38,7 +41,8 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 	ctx := t.Context()
 	var rooms atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		h := &modelRun{s: st, ctx: ctx, clock: base, m: newModel(fmt.Sprintf("model-%d", rooms.Add(1))), sessions: map[int64]*mSession{}}
+		h := &modelRun{s: st, ctx: ctx, clock: base, sessions: map[string]*mSession{}, commitments: map[string]bool{}}
+		h.m = newModel(fmt.Sprintf("model-%d", rooms.Add(1)), modelHooks{t: rt, readDraw: func() waitroom.DrawRecord { return h.readDraw(rt) }})
 		cancel := st.Subscribe(func(e waitroom.Event) {
 			if e.Room != h.m.name {
 				return
@@ -50,7 +54,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 		defer cancel()
 		defer func() { _ = st.DeleteRoom(ctx, h.m.name, true, h.clock) }()
 
-		h.putRoom(rt, drawConfig(rt), false)
+		h.putRoom(rt, h.withStock(rt, h.withSchedule(rt, drawConfig(rt))), false)
 		actions := map[string]func(*rapid.T){
 			"join":      h.join,
 			"join2":     h.join,
@@ -60,7 +64,9 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"heartbeat": func(t *rapid.T) { h.presence(t, true) },
 			"away":      h.away,
 			"advance":   h.advance,
-			"config":    func(t *rapid.T) { h.putRoom(t, drawConfig(t), true) },
+			"config":    func(t *rapid.T) { h.putRoom(t, h.withStock(t, h.withSchedule(t, drawConfig(t))), true) },
+			"stock":     h.stock,
+			"stock2":    h.stock,
 			"delete":    h.deleteRoom,
 			"sweep":     h.sweep,
 			"sweep2":    h.sweep,
@@ -89,8 +95,9 @@ type modelRun struct {
 	m     *model
 	clock time.Time // the test's clock; operations pass it (or a little less)
 
-	all      []string            // every id issued, in every incarnation of the room
-	sessions map[int64]*mSession // every model session by ticket, kept across deletes
+	all         []string             // every id issued, in every incarnation of the room
+	sessions    map[string]*mSession // every model session by id, kept across deletes
+	commitments map[string]bool      // every draw commitment seen, in every incarnation
 
 	full bool // check everything, not only what may have changed
 
@@ -193,17 +200,23 @@ func (h *modelRun) putRoom(t *rapid.T, cfg waitroom.RoomConfig, skew bool) {
 	if skew && h.m.exists {
 		now = h.when(t)
 	}
-	h.begin(t, "PutRoom %+v", cfg)
+	h.begin(t, "PutRoom %+v inventory %s", cfg, fmtPtr(cfg.Inventory))
 	r, created, err := h.s.PutRoom(h.ctx, h.m.name, cfg, now)
+	wantCreated, refused := h.m.putRoom(cfg, now)
+	if refused != "" {
+		wantCode(t, "PutRoom "+refusal[refused], err, refused)
+		h.recover(t, now)
+		h.checkEvents(t, "")
+		return
+	}
 	if err != nil {
 		t.Fatalf("PutRoom error = %v", err)
 	}
-	wantCreated := h.m.putRoom(cfg, now)
 	if created != wantCreated {
 		t.Fatalf("PutRoom created = %v, want %v", created, wantCreated)
 	}
 	if want := h.roomInfo(); !r.Equal(want) {
-		t.Fatalf("PutRoom = %+v, want %+v", r, want)
+		t.Fatalf("PutRoom = %s, want %s", fmtRoom(r), fmtRoom(want))
 	}
 	h.checkEvents(t, waitroom.EventConfig)
 }
@@ -238,7 +251,13 @@ func (h *modelRun) join(t *rapid.T) {
 		h.noRoom(t, "Join", err)
 		return
 	}
-	s, already := h.m.join(key, got.ID, now)
+	s, already, refused := h.m.join(key, got.ID, now)
+	if refused != "" {
+		wantCode(t, "Join "+refusal[refused], err, refused)
+		h.recover(t, now)
+		h.checkEvents(t, "")
+		return
+	}
 	if already {
 		wantCode(t, "Join with a key that holds a live session", err, waitroom.CodeAlreadyJoined)
 		var e *waitroom.Error
@@ -254,8 +273,11 @@ func (h *modelRun) join(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("Join error = %v", err)
 	}
+	if sid, err := waitroom.ParseSessionID(got.ID); err != nil || (sid.Entry != 0) != (s.ticket == 0) {
+		t.Fatalf("Join id %q parses to %+v, %v; want an entry id for an entrant of a pre-queue, a ticket id otherwise", got.ID, sid, err)
+	}
 	h.all = append(h.all, got.ID)
-	h.sessions[s.ticket] = s
+	h.sessions[got.ID] = s
 	h.compare(t, "Join", got, s)
 	h.checkEvents(t, waitroom.EventSessions)
 }
@@ -392,7 +414,12 @@ func (h *modelRun) sweep(t *rapid.T) {
 
 // label names a session in the log.
 func (h *modelRun) label(id string) string {
-	if sid, err := waitroom.ParseSessionID(id); err == nil {
+	if s := h.m.find(id); s != nil {
+		return s.label()
+	}
+	if sid, err := waitroom.ParseSessionID(id); err == nil && sid.Entry != 0 {
+		return fmt.Sprintf("entry %d", sid.Entry)
+	} else if err == nil {
 		return fmt.Sprintf("#%d", sid.Ticket)
 	}
 	return fmt.Sprintf("%q", id)
@@ -400,7 +427,9 @@ func (h *modelRun) label(id string) string {
 
 func (h *modelRun) roomInfo() waitroom.Room {
 	w, a := h.m.counts()
-	return waitroom.Room{Name: h.m.name, RoomConfig: h.m.cfg, Waiting: w, Active: a, LastTicket: h.m.lastTicket}
+	adm, inv := h.m.fairness()
+	return h.m.stockInfo(waitroom.Room{Name: h.m.name, RoomConfig: h.m.cfg, Waiting: w, Active: a, LastTicket: h.m.lastTicket, Entrants: len(h.m.liveEntrants()),
+		Admissions: adm, Inversions: inv})
 }
 
 // compare checks a session the store returned against the model's view.
@@ -411,27 +440,8 @@ func (h *modelRun) compare(t T, what string, got waitroom.Session, s *mSession) 
 		want.EndReason = got.EndReason // deadlines tied: any of their reasons
 	}
 	if d := sessionDiff(got, want); d != "" {
-		t.Fatalf("%s of #%d: %s", what, s.ticket, d)
+		t.Fatalf("%s of %s: %s", what, s.label(), d)
 	}
-}
-
-// sessionDiff describes how got differs from want, ignoring the ETA.
-func sessionDiff(got, want waitroom.Session) string {
-	got.ETA, want.ETA = nil, nil
-	sameTimes := got.JoinedAt.Equal(want.JoinedAt) && got.AdmittedAt.Equal(want.AdmittedAt) && got.EndedAt.Equal(want.EndedAt)
-	g, w := got, want
-	g.JoinedAt, g.AdmittedAt, g.EndedAt = time.Time{}, time.Time{}, time.Time{}
-	w.JoinedAt, w.AdmittedAt, w.EndedAt = time.Time{}, time.Time{}, time.Time{}
-	if sameTimes && g == w {
-		return ""
-	}
-	return fmt.Sprintf("\n got %s\nwant %s", fmtSession(got), fmtSession(want))
-}
-
-func fmtSession(s waitroom.Session) string {
-	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q}",
-		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
-		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room)
 }
 
 // checkEvents compares the events of the operation with the model's
@@ -451,8 +461,8 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 	h.events = nil
 	h.mu.Unlock()
 
-	got := collapse(changesOf(events))
-	want := collapse(h.m.changeKeys())
+	got := collapse(eventChanges(events))
+	want := collapse(h.m.changes)
 	if !maps.Equal(got, want) {
 		t.Fatalf("events %s: changes %v, want %v", describeEvents(events), sortedChanges(got), sortedChanges(want))
 	}
@@ -460,16 +470,16 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 		t.Fatalf("events %s, want one of kind %q", describeEvents(events), kind)
 	}
 	for _, e := range events {
-		if kind == waitroom.EventConfig && e.Kind == waitroom.EventConfig && (e.Config == nil || !e.Config.Equal(h.m.cfg)) {
+		if e.Kind == waitroom.EventConfig && !e.Remote && (e.Config == nil || !e.Config.Equal(h.m.cfg)) {
 			t.Fatalf("config event carries %+v, want %+v", e.Config, h.m.cfg)
 		}
 		if !e.At.Equal(h.m.latest) {
 			t.Fatalf("event at %s, want the operation's time %s", rel(e.At), rel(h.m.latest))
 		}
 		for _, c := range e.Changes {
-			s := h.sessions[c.Session.Ticket]
-			if s == nil || c.Session.ID != s.id || c.Session.Room != h.m.name {
-				t.Fatalf("event change for #%d: id %.8s…, room %q; not a session of this room", c.Session.Ticket, c.Session.ID, c.Session.Room)
+			s := h.sessions[c.Session.ID]
+			if s == nil || c.Session.Ticket != s.ticket || c.Session.Entry != s.entry || c.Session.Room != h.m.name {
+				t.Fatalf("event change for #%d: id %.8s…, entry %q, room %q; not a session of this room", c.Session.Ticket, c.Session.ID, c.Session.Entry, c.Session.Room)
 			}
 			if c.Session.Status.Final() && (!s.allowedReason(c.Session.EndReason) || !c.Session.EndedAt.Equal(s.ended)) {
 				t.Fatalf("event change for #%d: reason %q, ended %s; want one of %v at %s",
@@ -485,15 +495,8 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 				last.Waiting, last.Active, last.LastTicket, w, a, h.m.lastTicket)
 		}
 	}
-}
-
-func sortedChanges(m map[int64]changeKey) []changeKey {
-	keys := slices.Sorted(maps.Keys(m))
-	out := make([]changeKey, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
-	}
-	return out
+	h.checkDrawEvents(t, events)
+	h.checkStockEvents(t, events)
 }
 
 // check compares everything the store reports about the room with the model.
@@ -510,7 +513,7 @@ func (h *modelRun) check(t *rapid.T) {
 		t.Fatalf("Room error = %v", err)
 	}
 	if want := h.roomInfo(); !r.Equal(want) {
-		t.Fatalf("Room = %+v, want %+v", r, want)
+		t.Fatalf("Room = %s, want %s", fmtRoom(r), fmtRoom(want))
 	}
 	rooms, err := h.s.Rooms(h.ctx)
 	if err != nil {
@@ -519,6 +522,7 @@ func (h *modelRun) check(t *rapid.T) {
 	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || !rooms[i].Equal(r) {
 		t.Fatalf("Rooms lacks the room or differs from Room: %+v", rooms)
 	}
+	h.checkDraw(t)
 
 	// The waiting line, paged with a size that varies from step to step.
 	limit := m.op % 5
@@ -552,7 +556,7 @@ func (h *modelRun) check(t *rapid.T) {
 	if len(got) != len(read) {
 		t.Fatalf("Sessions returned %d for %d ids", len(got), len(read))
 	}
-	liveKeys := map[string]int64{}
+	liveKeys := map[string]string{}
 	var maxAdmitted int64
 	for i, id := range read {
 		s := m.find(id)
@@ -565,9 +569,9 @@ func (h *modelRun) check(t *rapid.T) {
 		h.compare(t, "Sessions", got[i], s)
 		if got[i].Status.Live() && got[i].Key != "" {
 			if other, dup := liveKeys[got[i].Key]; dup {
-				t.Fatalf("key %q has two live sessions, #%d and #%d", got[i].Key, other, got[i].Ticket)
+				t.Fatalf("key %q has two live sessions, %s and %s", got[i].Key, h.label(other), h.label(id))
 			}
-			liveKeys[got[i].Key] = got[i].Ticket
+			liveKeys[got[i].Key] = id
 		}
 		if !got[i].AdmittedAt.IsZero() {
 			maxAdmitted = max(maxAdmitted, got[i].Ticket)
@@ -576,20 +580,16 @@ func (h *modelRun) check(t *rapid.T) {
 	if len(waiting) > 0 && waiting[0].Ticket < maxAdmitted {
 		t.Fatalf("FIFO broken: #%d was admitted while #%d waits", maxAdmitted, waiting[0].Ticket)
 	}
+	checkStockCounts(t, r, got)
 
 	// The history, newest first, optionally filtered: the first page after
 	// a step that ended sessions, every page on a full check.
-	endedNow := slices.ContainsFunc(m.sessions, func(s *mSession) bool { return s.status.Final() && s.endOp == m.op })
+	endedNow := slices.ContainsFunc(m.ended(""), func(s *mSession) bool { return s.endOp == m.op })
 	if !full && !endedNow {
 		return
 	}
 	status := []waitroom.Status{"", waitroom.StatusServed, waitroom.StatusLeft, waitroom.StatusExpired}[m.op%4]
-	var wantHist []*mSession
-	for _, s := range m.sessions {
-		if s.status.Final() && (status == "" || s.status == status) {
-			wantHist = append(wantHist, s)
-		}
-	}
+	wantHist := m.ended(status)
 	limit = 1 + m.op%4
 	var hist []waitroom.Session
 	if full {
@@ -609,15 +609,15 @@ func (h *modelRun) check(t *rapid.T) {
 		}
 	}
 	lastOp := int(^uint(0) >> 1)
-	shown := map[int64]bool{}
+	shown := map[string]bool{}
 	for i, e := range hist {
 		s := m.find(e.ID)
-		if s == nil || !s.status.Final() || (status != "" && s.status != status) || shown[s.ticket] {
+		if s == nil || !s.status.Final() || (status != "" && s.status != status) || shown[s.id] {
 			t.Fatalf("History(%q) entry %d is %s, not an ended session of the model (or shown twice)", status, i, fmtSession(e))
 		}
-		shown[s.ticket] = true
+		shown[s.id] = true
 		if s.endOp > lastOp {
-			t.Fatalf("History(%q) is not newest first: #%d (ended in op %d) after one ended in op %d", status, s.ticket, s.endOp, lastOp)
+			t.Fatalf("History(%q) is not newest first: %s (ended in op %d) after one ended in op %d", status, s.label(), s.endOp, lastOp)
 		}
 		lastOp = s.endOp
 		want := m.view(s)
@@ -631,8 +631,8 @@ func (h *modelRun) check(t *rapid.T) {
 	}
 	// Nothing left out ended later than what was shown.
 	for _, s := range wantHist {
-		if !shown[s.ticket] && s.endOp > lastOp {
-			t.Fatalf("History(%q) = %s leaves out #%d, which ended later (op %d)", status, describe(hist), s.ticket, s.endOp)
+		if !shown[s.id] && s.endOp > lastOp {
+			t.Fatalf("History(%q) = %s leaves out %s, which ended later (op %d)", status, describe(hist), s.label(), s.endOp)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // smallBench are the flags of a run with the smallest sizes and times: the
 // whole suite, every row, in seconds.
-var smallBench = []string{"--quick", "--sizes", "200,1000", "--time", "30ms", "--rounds", "1", "--callers", "4"}
+var smallBench = []string{"--quick", "--sizes", "200,1000", "--time", "30ms", "--rounds", "1", "--callers", "4", "--draw-entrants", "500"}
 
 // benchRows are the names every table has, in order, for smallBench.
 var benchRows = []string{
@@ -24,6 +24,7 @@ var benchRows = []string{
 	"HTTP position (GET session, sqlitestore), 4 conns", "HTTP durable join (POST, sqlitestore), 4 conns", "HTTP join (POST, memstore), 4 conns",
 	"HTTP position (GET session, memstore), 4 conns",
 	"redisstore join, 4 callers", "redisstore position, 4 callers",
+	"draw of 500 entrants (sqlitestore, sync=FULL)", "redisstore draw of 500 entrants",
 }
 
 // runBench runs `waitroom bench` with args and getenv and returns its
@@ -137,8 +138,8 @@ func TestBenchWithoutRedis(t *testing.T) {
 			}
 		}
 	}
-	if n != 2 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
-		t.Errorf("%d Redis rows, want 2 reported as skipped: %s", n, bench.RedisMissing)
+	if n != 3 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
+		t.Errorf("%d Redis rows, want 3 reported as skipped: %s", n, bench.RedisMissing)
 	}
 }
 

@@ -19,6 +19,7 @@ Commands:
 	serve      run the HTTP server
 	load       play a crowd against running servers and report what it saw
 	bench      measure waitroom next to the alternatives and print one table
+	verify-draw check a scheduled room's published draw (from a URL or a file)
 	version    print the version, the Go version and the VCS revision
 	help       print this help
 
@@ -47,6 +48,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return loadCommand(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		return benchCommand(ctx, rest, getenv, stdout, stderr)
+	case "verify-draw":
+		return verifyDrawCommand(ctx, rest, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
