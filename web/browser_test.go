@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,25 +195,49 @@ func (p *person) cookie(base, name string) string {
 	return ""
 }
 
-// screenshot saves the viewport as <artifacts>/<test>-<step>.png and logs
-// the path.
-func (p *person) screenshot(step string) {
+// screenshot saves the viewport as <artifacts>/<test>-<step>.png, logs
+// the path and returns the PNG (nil when it failed).
+func (p *person) screenshot(step string) []byte {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		p.t.Errorf("%s: screenshot %s: %v", p.name, step, err)
-		return
+		return nil
 	}
 	dir := artifactsDir(p.t)
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(p.t.Name()) + "-" + step + ".png"
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Errorf("saving screenshot: %v", err)
-		return
+		return nil
 	}
 	p.t.Logf("screenshot: %s", path)
+	return png
+}
+
+// docScreenshot is screenshot, and with WAITROOM_DOC_SCREENSHOTS=1 it also
+// writes docs/screenshots/<name>.png at the module root: the pictures the
+// documentation shows, renewed only when asked for, so that ordinary test
+// runs leave the tracked files alone.
+func (p *person) docScreenshot(name string) {
+	p.t.Helper()
+	png := p.screenshot(name)
+	if png == nil || os.Getenv("WAITROOM_DOC_SCREENSHOTS") != "1" {
+		return
+	}
+	dir := filepath.Join(moduleRoot(p.t), "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.t.Errorf("saving the documentation screenshot: %v", err)
+		return
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Errorf("saving the documentation screenshot: %v", err)
+		return
+	}
+	p.t.Logf("documentation screenshot: %s", path)
 }
 
 // consoleProblems returns the errors and warnings the person's pages wrote.
@@ -227,26 +253,31 @@ func artifactsDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("WAITROOM_ARTIFACTS")
 	if dir == "" {
-		root, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(root)
-			if parent == root {
-				t.Fatal("no go.mod above the test's directory")
-			}
-			root = parent
-		}
-		dir = filepath.Join(root, "testdata", "artifacts", "web")
+		dir = filepath.Join(moduleRoot(t), "testdata", "artifacts", "web")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// moduleRoot is the directory of the go.mod above the test's directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		root = parent
+	}
 }
 
 // TestBrowserLineMovesWithoutReload is the acceptance test: three people,
@@ -628,6 +659,164 @@ func TestBrowserOtherStates(t *testing.T) {
 				t.Errorf("console problem: %s", m)
 			}
 		}
+	}
+}
+
+// watchAnnouncements records every change of the live region's text in
+// window.announced, to check the page does not talk over a screen reader.
+const watchAnnouncements = `(() => {
+	const el = document.querySelector('[data-waitroom="announce"]');
+	window.announced = [];
+	new MutationObserver(() => announced.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true});
+	return true;
+})()`
+
+// visible is a JavaScript condition: the element matching selector is shown.
+func visible(selector string) string {
+	return fmt.Sprintf(`(el => !!el && !el.closest("[hidden]") && el.getClientRects().length > 0)(document.querySelector(%q))`, selector)
+}
+
+// TestBrowserDropCountdownAndDraw opens the page of a session in the
+// pre-queue of a room that opens in an hour: it counts down every second
+// without talking over a screen reader, shows how many are in the draw and
+// links the draw record; when the draw takes place the page shows the
+// drawn place live, without a reload.
+func TestBrowserDropCountdownAndDraw(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	opens := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	s.putRoom("drop", drop(0, "/target/", opens))
+	s.joinN("drop", 1233)
+	b := newBrowser(t)
+	p := b.person("entrant")
+	p.navigate(s.srv.URL + "/r/drop")
+	if !p.waitUntil(5*time.Second, `document.getElementById("waitroom").dataset.live === "sse"`) {
+		t.Fatalf("the live stream did not connect")
+	}
+	if got := p.text(`[data-waitroom="countdown"]`); !hourCountdownRE.MatchString(got) {
+		t.Errorf("countdown %q, want about an hour (%s)", got, hourCountdownRE)
+	}
+	if got := p.text(`[data-waitroom="entrants"]`); got != "1,234 people are in the draw" {
+		t.Errorf("entrants %q, want 1,234 people are in the draw", got)
+	}
+	if got := p.text(`[data-waitroom="announce"]`); !hourAnnounceRE.MatchString(got) {
+		t.Errorf("announcement %q, want %s", got, hourAnnounceRE)
+	}
+	if got := p.text("h1"); got != "You’re in the draw" {
+		t.Errorf("heading %q, want You’re in the draw", got)
+	}
+	for _, sel := range []string{`[data-waitroom="countdown"]`, `[data-waitroom="entrants"]`, `[data-waitroom="prequeue"] a[href="/v1/rooms/drop/draw"]`} {
+		if !mustEval[bool](p, visible(sel)) {
+			t.Errorf("%s is not shown", sel)
+		}
+	}
+	for _, sel := range []string{`[data-waitroom="position"]`, `[data-waitroom="ahead"]`, `[data-waitroom="drawn"]`} {
+		if mustEval[bool](p, visible(sel)) {
+			t.Errorf("%s is shown before the draw", sel)
+		}
+	}
+	// The opening in the visitor's time zone, from the exact instant.
+	if got := mustEval[string](p, `document.querySelector('[data-waitroom="opens-at"]').getAttribute("datetime")`); got != opens.Format("2006-01-02T15:04:05.000Z") {
+		t.Errorf("opening datetime %q, want %s", got, opens.Format("2006-01-02T15:04:05.000Z"))
+	}
+	if got := p.text(`[data-waitroom="opens-at"]`); got == "" || regexp.MustCompile(`^\d{4}-`).MatchString(got) {
+		t.Errorf("opening shown as %q, want it in local time words", got)
+	}
+
+	// It ticks every second, the title with it, and the live region keeps
+	// quiet meanwhile.
+	mustEval[bool](p, watchAnnouncements)
+	for range 2 {
+		before := p.text(`[data-waitroom="countdown"]`)
+		if !p.waitUntil(5*time.Second, fmt.Sprintf(`document.querySelector('[data-waitroom="countdown"]').textContent !== %q`, before)) {
+			t.Fatalf("the countdown stands still at %q", before)
+		}
+	}
+	// Both change in the same tick: read them in one go.
+	if !mustEval[bool](p, `document.title === "Opens in " + document.querySelector('[data-waitroom="countdown"]').textContent + " · Waiting room"`) {
+		t.Errorf("title %q while the countdown shows %q, want Opens in <countdown> · Waiting room", mustEval[string](p, `document.title`), p.text(`[data-waitroom="countdown"]`))
+	}
+	if n := mustEval[int](p, `announced.length`); n != 0 {
+		t.Errorf("the live region spoke %d times while counting down: %s", n, mustEval[string](p, `JSON.stringify(announced)`))
+	}
+	p.docScreenshot("drop-countdown")
+
+	// The draw: the operator clears opens_at, which draws at once.
+	mustEval[bool](p, `window.stillTheSamePage = true`)
+	id := p.cookie(s.srv.URL, web.CookieName("drop"))
+	s.putRoom("drop", config(0, "/target/"))
+	if !p.waitUntil(5*time.Second, visible(`[data-waitroom="position"]`)) {
+		t.Fatalf("the drawn place is not shown 5s after the draw; countdown %q", p.text(`[data-waitroom="countdown"]`))
+	}
+	got, err := s.store.Session(context.Background(), "drop", id, time.Now())
+	if err != nil || got.Position < 1 {
+		t.Fatalf("session after the draw: %+v, %v", got, err)
+	}
+	pos := mustEval[string](p, `new Intl.NumberFormat("en").format(`+strconv.FormatInt(got.Position, 10)+`)`)
+	if !p.waitUntil(2*time.Second, fmt.Sprintf(`document.querySelector('[data-waitroom="position"]').textContent === %q`, pos)) {
+		t.Errorf("position %q after the draw, want %s", p.text(`[data-waitroom="position"]`), pos)
+	}
+	if got := p.text(`[data-waitroom="announce"]`); !strings.HasPrefix(got, "The draw is done. You are number "+pos+" in line. ") {
+		t.Errorf("announcement after the draw %q, want The draw is done. You are number %s in line. …", got, pos)
+	}
+	if got := mustEval[string](p, `document.title`); got != "No. "+pos+" in line · Waiting room" {
+		t.Errorf("title after the draw %q, want No. %s in line · Waiting room", got, pos)
+	}
+	if got := p.text(`p.drawn`); !mustEval[bool](p, visible(`p.drawn`)) || !strings.HasPrefix(got, "The draw is done: your place was drawn at random.") {
+		t.Errorf("the drawn note is hidden or says %q", got)
+	}
+	for _, sel := range []string{`[data-waitroom="countdown"]`, `[data-waitroom="entrants"]`, `[data-waitroom="intro"]`} {
+		if mustEval[bool](p, visible(sel)) {
+			t.Errorf("%s is still shown after the draw", sel)
+		}
+	}
+	if got := p.text("h1"); got != "You’re in line" {
+		t.Errorf("heading after the draw %q, want You’re in line", got)
+	}
+	if !mustEval[bool](p, `window.stillTheSamePage === true`) {
+		t.Errorf("the page was reloaded; it should switch in place")
+	}
+	p.docScreenshot("drop-drawn")
+	if msgs := p.consoleProblems(); len(msgs) > 0 {
+		t.Errorf("console problems:\n%s", strings.Join(msgs, "\n"))
+	}
+}
+
+// TestBrowserDropLastMinute checks, in German, that the live region speaks
+// once more a minute before the opening, and that the draw is announced.
+func TestBrowserDropLastMinute(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	s.putRoom("soon", drop(0, "/target/", time.Now().Add(65*time.Second)))
+	b := newBrowser(t)
+	p := b.person("entrant")
+	if err := p.do(5*time.Second, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": "de"}})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	p.navigate(s.srv.URL + "/r/soon")
+	mustEval[bool](p, watchAnnouncements)
+	if got := p.text(`[data-waitroom="entrants"]`); got != "1 Person ist bei der Verlosung dabei" {
+		t.Errorf("entrants %q", got)
+	}
+	if !p.waitUntil(15*time.Second, `document.querySelector('[data-waitroom="announce"]').textContent === "Die Warteschlange öffnet in 1 Minute."`) {
+		t.Fatalf("no announcement of the last minute; the live region says %q, the countdown %q", p.text(`[data-waitroom="announce"]`), p.text(`[data-waitroom="countdown"]`))
+	}
+	if got := p.text(`[data-waitroom="countdown"]`); !regexp.MustCompile(`^(1:00|0:[0-5]\d)$`).MatchString(got) {
+		t.Errorf("countdown %q in the last minute", got)
+	}
+	if got := mustEval[string](p, `document.title`); !strings.HasPrefix(got, "Öffnet in ") || !strings.HasSuffix(got, " · Warteraum") {
+		t.Errorf("title %q, want Öffnet in <countdown> · Warteraum", got)
+	}
+	if n := mustEval[int](p, `announced.length`); n > 1 {
+		t.Errorf("the live region spoke %d times in a few seconds: %s", n, mustEval[string](p, `JSON.stringify(announced)`))
+	}
+	s.putRoom("soon", config(0, "/target/"))
+	if !p.waitUntil(5*time.Second, `document.querySelector('[data-waitroom="announce"]').textContent === "Die Verlosung hat stattgefunden. Sie sind auf Platz 1. Sie sind als Nächstes dran."`) {
+		t.Errorf("announcement after the draw %q", p.text(`[data-waitroom="announce"]`))
+	}
+	if msgs := p.consoleProblems(); len(msgs) > 0 {
+		t.Errorf("console problems:\n%s", strings.Join(msgs, "\n"))
 	}
 }
 

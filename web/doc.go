@@ -14,6 +14,26 @@
 // a progress indicator. An unknown room gets a 404 page, a malformed room
 // name a 400 page, a store that is down a 503 page that retries by itself.
 //
+// A scheduled room (a "drop", one with opens_at) takes joins into a
+// pre-queue until it opens. The page of a session in it counts down to the
+// opening, says how many are in the draw, and explains that at the opening
+// everyone in the pre-queue gets a place in a random order anyone can check
+// (it links the draw record, GET /v1/rooms/{room}/draw), so there is no
+// need to hurry. When the draw gives the session its place, the page turns
+// into the usual one in place and notes that the place was drawn at
+// random. A join after the room's closes_at gets a 409 page that says the
+// line is closed, with the server's message.
+//
+// In a room with an inventory (stock), a waiting page says about how many
+// units are left ("About 12 left"), and says plainly when the visitor may
+// not get one: more people are ahead than units are left, or everything
+// left is reserved (units come back when people leave without buying, so
+// the visitor keeps their place). Once everything is sold, the line ends
+// with end_reason "sold_out" and the page says "Sold out" in place (the
+// aria-live region says it once; changes of the count are never read out,
+// only crossing into "may not get one"); a join after that gets a 409 page
+// that says it is sold out, with the server's message.
+//
 // The page works without JavaScript: <noscript><meta http-equiv="refresh">
 // reloads it every 5 to 10 seconds (a third of the room's waiting_timeout),
 // and every load counts as presence. With JavaScript, /waitroom/page.js
@@ -57,6 +77,16 @@
 //	.Target        where an admitted visitor goes ("" for none)
 //	.Refresh       seconds for <noscript><meta http-equiv="refresh" content="{{.Refresh}}"></noscript> (0: none)
 //	.DocTitle      a document title ("No. 3 in line · Waiting room")
+//	.PreQueue      whether the session waits in a scheduled room's pre-queue (no place until the draw)
+//	.Countdown     the time to the opening as a clock ("59:58"; "" unless .PreQueue)
+//	.OpensAt, .OpensAtISO  the opening as text ("2030-01-01 00:00 UTC") and in RFC 3339
+//	.EntrantsText  the pre-queue's size as a sentence ("1,234 people are in the draw")
+//	.Drawn         whether the session's place was drawn at random
+//	.DrawURL       the room's public draw record
+//	.Stock         "likely", "unlikely" or "reserved" in a room with an inventory ("" without one)
+//	.Remaining     units neither sold nor reserved, formatted ("" without an inventory)
+//	.StockLeft     "About 12 left" ("" when none is left or without an inventory)
+//	.StockNote     why the visitor may not get one ("" unless .Stock is "unlikely" or "reserved")
 //	.Nonce         the CSP nonce: <script nonce="{{.Nonce}}"> and <style nonce="{{.Nonce}}"> may be inline
 //	.Script        URL of /waitroom.js
 //	.PageScript    URL of the live-update script (load after .Script)
@@ -71,8 +101,17 @@
 // the element with id="waitroom", and marks elements with
 // data-waitroom="position", "ahead", "waiting", "active", "capacity", "eta",
 // "announce" (make it role="status" aria-live="polite") or "progress" (a
-// <progress max="100">). The built-in assets/templates/page.html is the
-// reference.
+// <progress max="100">). For scheduled rooms, the script also shows the
+// elements marked "prequeue" (hiding "line") while the session waits for
+// the draw and the other way round after it, counts down in "countdown",
+// writes the opening in local time in "opens-at" (a <time>), the
+// pre-queue's size in "entrants" and the heading in "heading", and after
+// the draw shows "drawn" instead of "intro". In rooms with an inventory it
+// writes "stock" and "stock-note" (each hidden while empty) inside
+// "stock-box" (hidden without an inventory), and when the line sells out
+// it puts "Sold out" in "heading" and "announce" and hides "line",
+// "prequeue" and "stock-box". The built-in
+// assets/templates/page.html is the reference.
 //
 // # The JavaScript client
 //

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -70,6 +72,61 @@ type Messages struct {
 	BusyBody         string
 	ErrorTitle       string
 	ErrorBody        string
+	// Scheduled rooms ("drops"). Before the opening a visitor waits in a
+	// pre-queue: PreHeading heads the page, OpensInLabel and OpensAtLabel
+	// label the countdown and the opening time, and TitleOpensIn prefixes
+	// the document title ("Opens in {time}", {time} being the countdown).
+	PreHeading   string
+	OpensInLabel string
+	OpensAtLabel string
+	TitleOpensIn string
+	// EntrantsOne and EntrantsOther count the pre-queue: "{n} people are in
+	// the draw".
+	EntrantsOne   string
+	EntrantsOther string
+	// PreIntro explains the draw and that there is no need to hurry;
+	// DrawLink links the public draw record; PreKeepOpen asks to keep the
+	// page open.
+	PreIntro    string
+	DrawLink    string
+	PreKeepOpen string
+	// AnnounceOpensIn is read out on entering the pre-queue and a minute
+	// before the opening ({time} in words: "5 minutes"). Drawing stands in
+	// for the countdown once the time is up, until the place arrives.
+	AnnounceOpensIn string
+	Drawing         string
+	// AnnounceDrawn prefixes the first announcement of the drawn place;
+	// DrawnNote and DrawnIntro stay on the page of a drawn session.
+	AnnounceDrawn string
+	DrawnNote     string
+	DrawnIntro    string
+	// ClockDays is a countdown of a day or more: "{n} d {time}", {time}
+	// being hours, minutes and seconds.
+	ClockDays string
+	// MinuteOne to DayOther say a time span in words, after "in".
+	MinuteOne   string
+	MinuteOther string
+	HourOne     string
+	HourOther   string
+	DayOne      string
+	DayOther    string
+	// ClosedTitle and ClosedBody are the page of a join after the room's
+	// closes_at (below them, the server's own message).
+	ClosedTitle string
+	ClosedBody  string
+	// Rooms with an inventory (stock). StockLeft says what is left to
+	// have, neither sold nor reserved: "About {n} left", "about" because
+	// it moves. StockUnlikely is shown while more people are ahead than
+	// units are left, StockReserved while none is left but some are
+	// reserved (and may come back).
+	StockLeft     string
+	StockUnlikely string
+	StockReserved string
+	// SoldOutTitle and SoldOutBody say everything was sold: on the page of
+	// a session that ended so, and on the page of a join refused for it
+	// (below them, the server's own message).
+	SoldOutTitle string
+	SoldOutBody  string
 }
 
 // english is the default language and the fallback.
@@ -117,6 +174,34 @@ var english = Messages{
 	BusyBody:         "The waiting room is taking no more people from here right now. This page will try again by itself.",
 	ErrorTitle:       "Something went wrong",
 	ErrorBody:        "Please reload the page in a moment.",
+	PreHeading:       "You’re in the draw",
+	OpensInLabel:     "The line opens in",
+	OpensAtLabel:     "Opening:",
+	TitleOpensIn:     "Opens in {time}",
+	EntrantsOne:      "{n} person is in the draw",
+	EntrantsOther:    "{n} people are in the draw",
+	PreIntro:         "When the line opens, everyone in this pre-queue gets a place, in a random order that anyone can check. There is no need to hurry: joining earlier does not get you a better place.",
+	DrawLink:         "Check the draw",
+	PreKeepOpen:      "Keep this page open. It shows your place as soon as the draw is done.",
+	AnnounceOpensIn:  "The line opens in {time}.",
+	Drawing:          "The draw is taking place…",
+	AnnounceDrawn:    "The draw is done.",
+	DrawnNote:        "The draw is done: your place was drawn at random.",
+	DrawnIntro:       "Thank you for waiting. We let people in one by one, in the order of the draw, so everyone gets a fair turn.",
+	ClockDays:        "{n} d {time}",
+	MinuteOne:        "{n} minute",
+	MinuteOther:      "{n} minutes",
+	HourOne:          "{n} hour",
+	HourOther:        "{n} hours",
+	DayOne:           "{n} day",
+	DayOther:         "{n} days",
+	ClosedTitle:      "This line is closed",
+	ClosedBody:       "The waiting room is no longer taking people. Those already in line still get their turn.",
+	StockLeft:        "About {n} left",
+	StockUnlikely:    "There are more people ahead of you than items left, so you may not get one. You can keep your place in case some come back.",
+	StockReserved:    "Everything left is reserved right now; you keep your place in case some come back.",
+	SoldOutTitle:     "Sold out",
+	SoldOutBody:      "Everything has been sold; sorry you did not get one this time.",
 }
 
 var german = Messages{
@@ -163,6 +248,34 @@ var german = Messages{
 	BusyBody:         "Der Warteraum nimmt von hier gerade niemanden mehr auf. Diese Seite versucht es von selbst noch einmal.",
 	ErrorTitle:       "Etwas ist schiefgegangen",
 	ErrorBody:        "Bitte laden Sie die Seite gleich noch einmal.",
+	PreHeading:       "Sie sind bei der Verlosung dabei",
+	OpensInLabel:     "Die Warteschlange öffnet in",
+	OpensAtLabel:     "Öffnung:",
+	TitleOpensIn:     "Öffnet in {time}",
+	EntrantsOne:      "{n} Person ist bei der Verlosung dabei",
+	EntrantsOther:    "{n} Personen sind bei der Verlosung dabei",
+	PreIntro:         "Wenn die Warteschlange öffnet, bekommen alle in dieser Vorwarteschlange einen Platz, in einer zufälligen Reihenfolge, die jede und jeder nachprüfen kann. Sie müssen sich nicht beeilen: Wer früher kommt, bekommt keinen besseren Platz.",
+	DrawLink:         "Verlosung nachprüfen",
+	PreKeepOpen:      "Lassen Sie diese Seite geöffnet. Sie zeigt Ihren Platz, sobald die Verlosung stattgefunden hat.",
+	AnnounceOpensIn:  "Die Warteschlange öffnet in {time}.",
+	Drawing:          "Die Verlosung läuft …",
+	AnnounceDrawn:    "Die Verlosung hat stattgefunden.",
+	DrawnNote:        "Die Verlosung hat stattgefunden: Ihr Platz wurde zufällig gezogen.",
+	DrawnIntro:       "Danke fürs Warten. Wir lassen alle der Reihe nach ein, in der Reihenfolge der Verlosung, damit jede und jeder fair drankommt.",
+	ClockDays:        "{n} Tg. {time}",
+	MinuteOne:        "{n} Minute",
+	MinuteOther:      "{n} Minuten",
+	HourOne:          "{n} Stunde",
+	HourOther:        "{n} Stunden",
+	DayOne:           "{n} Tag",
+	DayOther:         "{n} Tagen",
+	ClosedTitle:      "Diese Warteschlange ist geschlossen",
+	ClosedBody:       "Der Warteraum nimmt niemanden mehr auf. Wer schon in der Schlange steht, kommt noch dran.",
+	StockLeft:        "Noch etwa {n} übrig",
+	StockUnlikely:    "Vor Ihnen stehen mehr Menschen, als noch Artikel übrig sind, deshalb bekommen Sie vielleicht keinen. Sie können Ihren Platz behalten, falls welche zurückkommen.",
+	StockReserved:    "Alles Übrige ist gerade reserviert; Sie behalten Ihren Platz, falls etwas zurückkommt.",
+	SoldOutTitle:     "Ausverkauft",
+	SoldOutBody:      "Alles ist verkauft; es tut uns leid, dass Sie diesmal keinen Artikel bekommen haben.",
 }
 
 var french = Messages{
@@ -209,6 +322,34 @@ var french = Messages{
 	BusyBody:         "La salle d’attente n’accepte plus personne d’ici pour le moment. Cette page va réessayer toute seule.",
 	ErrorTitle:       "Une erreur s’est produite",
 	ErrorBody:        "Rechargez la page dans un instant.",
+	PreHeading:       "Vous participez au tirage au sort",
+	OpensInLabel:     "La file ouvre dans",
+	OpensAtLabel:     "Ouverture\u00a0:",
+	TitleOpensIn:     "Ouvre dans {time}",
+	EntrantsOne:      "{n} personne participe au tirage",
+	EntrantsOther:    "{n} personnes participent au tirage",
+	PreIntro:         "À l’ouverture, chaque personne de cette pré-file reçoit une place, dans un ordre aléatoire que chacun peut vérifier. Inutile de vous presser\u00a0: arriver plus tôt ne donne pas une meilleure place.",
+	DrawLink:         "Vérifier le tirage",
+	PreKeepOpen:      "Gardez cette page ouverte. Elle affichera votre place dès que le tirage aura eu lieu.",
+	AnnounceOpensIn:  "La file ouvre dans {time}.",
+	Drawing:          "Tirage au sort en cours…",
+	AnnounceDrawn:    "Le tirage a eu lieu.",
+	DrawnNote:        "Le tirage a eu lieu\u00a0: votre place a été tirée au sort.",
+	DrawnIntro:       "Merci de votre patience. Nous faisons entrer les personnes une à une, dans l’ordre du tirage, pour que chacun passe à son tour.",
+	ClockDays:        "{n} j {time}",
+	MinuteOne:        "{n} minute",
+	MinuteOther:      "{n} minutes",
+	HourOne:          "{n} heure",
+	HourOther:        "{n} heures",
+	DayOne:           "{n} jour",
+	DayOther:         "{n} jours",
+	ClosedTitle:      "Cette file est fermée",
+	ClosedBody:       "La salle d’attente n’accepte plus personne. Les personnes déjà dans la file passeront quand même.",
+	StockLeft:        "Il en reste environ {n}",
+	StockUnlikely:    "Il y a plus de personnes devant vous que d’articles restants, vous risquez donc de ne pas en avoir. Vous pouvez garder votre place au cas où certains reviendraient.",
+	StockReserved:    "Tout ce qui reste est réservé pour le moment\u00a0; vous gardez votre place au cas où certains reviendraient.",
+	SoldOutTitle:     "Épuisé",
+	SoldOutBody:      "Tout a été vendu\u00a0; nous sommes désolés que vous n’en ayez pas eu cette fois-ci.",
 }
 
 // languages lists the supported languages; the first is the fallback.
@@ -366,4 +507,96 @@ func (m *Messages) etaText(e *waitroom.ETA) string {
 		return fill(other, "n", m.number(hi))
 	}
 	return fill(rng, "low", m.number(lo), "high", m.number(hi))
+}
+
+// plural fills n into one or other, as the language's singular rule picks.
+func (m *Messages) plural(n int64, one, other string) string {
+	if m.singular(n) {
+		return fill(one, "n", m.number(n))
+	}
+	return fill(other, "n", m.number(n))
+}
+
+// entrants says how many wait in a pre-queue: "1,234 people are in the draw".
+func (m *Messages) entrants(n int) string {
+	return m.plural(int64(n), m.EntrantsOne, m.EntrantsOther)
+}
+
+// countdown shows the time left until an opening as a clock, counting
+// started seconds so that it reads 0:00 only at the opening itself: "4:05",
+// "1:02:03", "2 d 01:02:03"; Drawing once the time is up. The page script
+// (page.js) counts down the same way.
+func (m *Messages) countdown(left time.Duration) string {
+	if left <= 0 {
+		return m.Drawing
+	}
+	secs := int64((left + time.Second - 1) / time.Second)
+	days, h, mi, sec := secs/86400, secs/3600%24, secs/60%60, secs%60
+	switch {
+	case days > 0:
+		return fill(m.ClockDays, "n", m.number(days), "time", fmt.Sprintf("%02d:%02d:%02d", h, mi, sec))
+	case h > 0:
+		return fmt.Sprintf("%d:%02d:%02d", h, mi, sec)
+	}
+	return fmt.Sprintf("%d:%02d", mi, sec)
+}
+
+// span says a time to go in words, coarse enough to read out: started
+// minutes below two hours, then rounded hours below two days, then days.
+// The page script (page.js) says it the same way.
+func (m *Messages) span(left time.Duration) string {
+	mins := max(int64((left+time.Minute-1)/time.Minute), 1)
+	if mins < 120 {
+		return m.plural(mins, m.MinuteOne, m.MinuteOther)
+	}
+	if hours := int64((left + 30*time.Minute) / time.Hour); hours < 48 {
+		return m.plural(hours, m.HourOne, m.HourOther)
+	}
+	return m.plural(int64((left+12*time.Hour)/(24*time.Hour)), m.DayOne, m.DayOther)
+}
+
+// opensIn is the sentence a screen reader hears in a pre-queue: "The line
+// opens in 5 minutes.", or Drawing once the time is up.
+func (m *Messages) opensIn(left time.Duration) string {
+	if left <= 0 {
+		return m.Drawing
+	}
+	return fill(m.AnnounceOpensIn, "time", m.span(left))
+}
+
+// The stock states of a waiting session in a room with an inventory. The
+// page script (page.js) tells them apart the same way.
+const (
+	stockLikely   = "likely"   // at most as many ahead as units left
+	stockUnlikely = "unlikely" // more people ahead than units left
+	stockReserved = "reserved" // none left, some reserved
+)
+
+// stockState is s's stock state: "" unless s waits in a room with an
+// inventory. A session in a pre-queue has no place yet, so it is never
+// told it is unlikely to get one.
+func stockState(s waitroom.Session) string {
+	switch {
+	case !s.Stocked || s.Status != waitroom.StatusWaiting:
+		return ""
+	case s.Remaining <= 0:
+		return stockReserved
+	case s.Position > s.Remaining:
+		return stockUnlikely
+	}
+	return stockLikely
+}
+
+// stockText says what is left ("About 12 left", "" when none is) and,
+// when the session is unlikely to get one or none is left, why.
+func (m *Messages) stockText(s waitroom.Session) (left, note string) {
+	switch stockState(s) {
+	case stockLikely:
+		return fill(m.StockLeft, "n", m.number(s.Remaining)), ""
+	case stockUnlikely:
+		return fill(m.StockLeft, "n", m.number(s.Remaining)), m.StockUnlikely
+	case stockReserved:
+		return "", m.StockReserved
+	}
+	return "", ""
 }

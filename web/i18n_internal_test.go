@@ -47,7 +47,7 @@ func TestEveryLanguageIsComplete(t *testing.T) {
 			if got == "" {
 				t.Errorf("%s: %s is empty", m.Lang, name)
 			}
-			for _, ph := range []string{"{n}", "{low}", "{high}", "{room}"} {
+			for _, ph := range []string{"{n}", "{low}", "{high}", "{room}", "{time}"} {
 				if strings.Contains(ref, ph) != strings.Contains(got, ph) {
 					t.Errorf("%s: %s = %q, placeholder %s differs from English %q", m.Lang, name, got, ph, ref)
 				}

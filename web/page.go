@@ -67,6 +67,27 @@ type Page struct {
 	Refresh int
 	// DocTitle is the document title ("No. 3 in line · Waiting room").
 	DocTitle string
+	// PreQueue says the session waits in the pre-queue of a scheduled room
+	// (a "drop"): it has no place yet, and gets one in the draw at the
+	// opening (Session.OpensAt). Announcement then says when that is.
+	PreQueue bool
+	// Countdown is the time left until the opening as a clock ("59:58"),
+	// OpensAt the opening as text ("2030-01-01 00:00 UTC") and OpensAtISO
+	// in RFC 3339 (for <time datetime>); EntrantsText counts the
+	// pre-queue ("1,234 people are in the draw"). All "" unless PreQueue.
+	Countdown, OpensAt, OpensAtISO, EntrantsText string
+	// Drawn says the session's place in line was drawn at random (it
+	// entered a pre-queue); the page then says so.
+	Drawn bool
+	// DrawURL is the room's public draw record, for anyone to check it.
+	DrawURL string
+	// Stock is the stock state of a session waiting in a room with an
+	// inventory: "likely", "unlikely" (more people ahead than units left)
+	// or "reserved" (none left, some reserved); "" in a room without one.
+	// Remaining is what is left, formatted; StockLeft says it ("About 12
+	// left", "" when none is left) and StockNote why the visitor may not
+	// get one ("" while likely).
+	Stock, Remaining, StockLeft, StockNote string
 	// Nonce is the Content-Security-Policy nonce: inline <script nonce="…">
 	// and <style nonce="…"> run only with it.
 	Nonce string
@@ -105,8 +126,30 @@ func newPage(lang *Messages, s waitroom.Session, target string, refresh int, now
 	base := "/v1/rooms/" + url.PathEscape(s.Room) + "/sessions/" + url.PathEscape(s.ID)
 	p.SessionURL, p.EventsURL, p.AwayURL = base, base+"/events", base+"/away"
 	p.JoinURL = PagePrefix + url.PathEscape(s.Room)
-	switch s.Status {
-	case waitroom.StatusWaiting:
+	p.DrawURL = "/v1/rooms/" + url.PathEscape(s.Room) + "/draw"
+	if p.Stock = stockState(s); p.Stock != "" {
+		p.Remaining = lang.number(s.Remaining)
+		p.StockLeft, p.StockNote = lang.stockText(s)
+	}
+	switch {
+	case s.Status == waitroom.StatusWaiting && s.Position == 0 && !s.OpensAt.IsZero():
+		left := s.OpensAt.Sub(now)
+		p.PreQueue = true
+		p.Refresh = refresh
+		p.Countdown = lang.countdown(left)
+		p.OpensAt = s.OpensAt.UTC().Format("2006-01-02 15:04 UTC")
+		p.OpensAtISO = s.OpensAt.UTC().Format(time.RFC3339)
+		p.EntrantsText = lang.entrants(s.Entrants)
+		p.Announcement = lang.opensIn(left)
+		if left > 0 {
+			p.DocTitle = fill(lang.TitleOpensIn, "time", p.Countdown) + " · " + lang.Title
+		} else {
+			p.DocTitle = lang.Drawing + " · " + lang.Title
+		}
+		// Hidden until the draw, when the page script shows the place.
+		p.Position, p.Ahead = "0", "0"
+	case s.Status == waitroom.StatusWaiting:
+		p.Drawn = s.Entry != ""
 		p.Position = lang.number(s.Position)
 		p.Ahead = lang.number(s.Ahead())
 		p.Announcement = lang.announcement(s)
@@ -116,7 +159,7 @@ func newPage(lang *Messages, s waitroom.Session, target string, refresh int, now
 			p.HasETA, p.ETA = true, lang.etaText(s.ETA)
 			p.HasProgress, p.Progress = true, progress(now.Sub(s.JoinedAt), s.ETA.Seconds)
 		}
-	case waitroom.StatusServed:
+	case s.Status == waitroom.StatusServed:
 		p.DocTitle = lang.ServedHeading + " · " + lang.Title
 	default:
 		p.DocTitle = lang.AdmittedHeading + " · " + lang.Title
@@ -158,6 +201,12 @@ func (p *Page) data(now time.Time) template.HTMLAttr {
 	attr("target", p.Target)
 	attr("lang", p.Lang)
 	attr("now", strconv.FormatInt(now.UnixMilli(), 10))
+	if p.PreQueue {
+		attr("opens-at", strconv.FormatInt(p.Session.OpensAt.UnixMilli(), 10))
+	}
+	if p.Stock != "" {
+		attr("stock", p.Stock)
+	}
 	for _, m := range [][2]string{
 		{"title", t.Title}, {"title-position", t.TitlePosition},
 		{"announce-position", t.AnnouncePosition}, {"ahead-one", t.AheadOne}, {"ahead-other", t.AheadOther}, {"next", t.Next},
@@ -165,6 +214,12 @@ func (p *Page) data(now time.Time) template.HTMLAttr {
 		{"eta-minute-one", t.ETAMinuteOne}, {"eta-minute-other", t.ETAMinuteOther}, {"eta-minute-range", t.ETAMinuteRange},
 		{"eta-hour-one", t.ETAHourOne}, {"eta-hour-other", t.ETAHourOther}, {"eta-hour-range", t.ETAHourRange},
 		{"ended-heading", t.EndedHeading}, {"ended-body", t.EndedBody},
+		{"heading", t.Heading}, {"pre-heading", t.PreHeading}, {"title-opens-in", t.TitleOpensIn}, {"entrants-one", t.EntrantsOne}, {"entrants-other", t.EntrantsOther},
+		{"announce-opens-in", t.AnnounceOpensIn}, {"drawing", t.Drawing}, {"announce-drawn", t.AnnounceDrawn},
+		{"clock-days", t.ClockDays}, {"minute-one", t.MinuteOne}, {"minute-other", t.MinuteOther},
+		{"hour-one", t.HourOne}, {"hour-other", t.HourOther}, {"day-one", t.DayOne}, {"day-other", t.DayOther},
+		{"stock-left", t.StockLeft}, {"stock-unlikely", t.StockUnlikely}, {"stock-reserved", t.StockReserved},
+		{"sold-out-title", t.SoldOutTitle}, {"sold-out-body", t.SoldOutBody},
 	} {
 		attr("t-"+m[0], m[1])
 	}

@@ -112,7 +112,9 @@ func loadTemplates(dir string) (*pageTemplates, error) {
 	return p, nil
 }
 
-// samplePages are a page in every state, for checking templates at startup.
+// samplePages are a page in every state, for checking templates at startup:
+// waiting with and without an estimate, in a pre-queue, drawn, with stock,
+// admitted and served.
 func samplePages() []*Page {
 	t := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	waiting := waitroom.Session{ID: "AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA", Room: "sample", Status: waitroom.StatusWaiting,
@@ -124,8 +126,17 @@ func samplePages() []*Page {
 	active.Status, active.Position, active.ETA, active.AdmittedAt = waitroom.StatusActive, 0, nil, t
 	served := active
 	served.Status, served.EndedAt, served.EndReason = waitroom.StatusServed, t, waitroom.ReasonServed
+	// A scheduled room: waiting for the draw, then drawn.
+	preQueue := noETA
+	preQueue.Ticket, preQueue.Position, preQueue.Waiting = 0, 0, 0
+	preQueue.OpensAt, preQueue.Entrants, preQueue.Entry = t.Add(time.Hour), 1234, "s:AAAAAAAAAAAAAAAAAAAAAA"
+	drawn := waiting
+	drawn.Entry = preQueue.Entry
+	// A room with an inventory: more people ahead than units left.
+	stocked := waiting
+	stocked.Stocked, stocked.Remaining = true, 2
 	var pages []*Page
-	for _, s := range []waitroom.Session{waiting, noETA, active, served} {
+	for _, s := range []waitroom.Session{waiting, noETA, preQueue, drawn, stocked, active, served} {
 		pages = append(pages, newPage(&english, s, "", 10, t.Add(time.Minute), "sample-nonce"))
 	}
 	return pages

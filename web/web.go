@@ -212,6 +212,9 @@ type errorData struct {
 	T       *Messages
 	Heading string
 	Body    string
+	// Detail is the server's own message (in English, as every
+	// waitroom.Error message is), shown below Body when set.
+	Detail string
 	// Refresh, when positive, reloads the page after that many seconds.
 	Refresh int
 	Style   template.URL
@@ -220,13 +223,14 @@ type errorData struct {
 
 // errorPage writes a friendly HTML error in the visitor's language.
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body string) {
-	h.retryPage(w, r, lang, status, heading, body, 5)
+	h.retryPage(w, r, lang, status, heading, body, "", 5)
 }
 
-// retryPage is errorPage with the seconds after which a 429 or 503 page
-// reloads itself (and says so in Retry-After).
-func (h *Handler) retryPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body string, retry int64) {
-	d := errorData{Lang: lang.Lang, T: lang, Heading: heading, Body: body, Style: styleCSS.url(), Nonce: nonce()}
+// retryPage is errorPage with the server's own message (detail, "" for
+// none) and the seconds after which a 429 or 503 page reloads itself (and
+// says so in Retry-After).
+func (h *Handler) retryPage(w http.ResponseWriter, r *http.Request, lang *Messages, status int, heading, body, detail string, retry int64) {
+	d := errorData{Lang: lang.Lang, T: lang, Heading: heading, Body: body, Detail: detail, Style: styleCSS.url(), Nonce: nonce()}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		d.Refresh = int(max(retry, 1))
 		w.Header().Set("Retry-After", strconv.Itoa(d.Refresh))
@@ -242,6 +246,8 @@ func (h *Handler) retryPage(w http.ResponseWriter, r *http.Request, lang *Messag
 }
 
 // storeError answers a store failure: unknown rooms get the 404 page, a
+// join after the room closed or sold out the 409 page with the store's
+// message, a
 // backend that is down the 503 page that retries by itself, the rest 500.
 func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messages, room string, err error) {
 	switch waitroom.ErrorCode(err) {
@@ -256,7 +262,15 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messa
 			status = http.StatusTooManyRequests
 		}
 		retry, _ := limit.RetryAfter(err)
-		h.retryPage(w, r, lang, status, lang.BusyTitle, lang.BusyBody, retry)
+		h.retryPage(w, r, lang, status, lang.BusyTitle, lang.BusyBody, "", retry)
+	case waitroom.CodeRoomClosed:
+		// Joining ended at the room's closes_at, for good: no reload. The
+		// store's message says when; it is written to be shown.
+		h.retryPage(w, r, lang, http.StatusConflict, lang.ClosedTitle, lang.ClosedBody, waitroom.ErrorMessage(err), 0)
+	case waitroom.CodeSoldOut:
+		// Everything was sold: the line has ended, and nothing is left to
+		// wait for, so no reload either.
+		h.retryPage(w, r, lang, http.StatusConflict, lang.SoldOutTitle, lang.SoldOutBody, waitroom.ErrorMessage(err), 0)
 	case waitroom.CodeUnavailable:
 		h.log.Warn("web: store unavailable", "room", room, "err", err)
 		if h.failOpen != nil && h.failOpen() {
