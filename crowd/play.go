@@ -21,9 +21,10 @@ type Options struct {
 	// Workers is how many worker processes share the users; 0 or 1 runs
 	// them in this process.
 	Workers int
-	// Spawn starts worker w with its share of users and returns its
+	// Spawn starts a worker with cfg, its share of the crowd (its share
+	// of the rate), playing users first to first+count-1, and returns its
 	// stdin and stdout; required when Workers > 1.
-	Spawn func(ctx context.Context, first, count int) (stdin io.WriteCloser, stdout io.ReadCloser, wait func() error, err error)
+	Spawn func(ctx context.Context, cfg Config, first, count int) (stdin io.WriteCloser, stdout io.ReadCloser, wait func() error, err error)
 	// AdminToken lets the run read the true line and pause the room for
 	// position checks.
 	AdminToken string
@@ -42,6 +43,13 @@ type Options struct {
 	OnProgress func(Progress)
 	// Client is used for the coordinator's own requests.
 	Client *http.Client
+	// OpensIn, when set, makes the run a drop: the room's opens_at is set
+	// to this long after arrivals begin (keeping the rest of its
+	// configuration; needs AdminToken and a room that has not yet held a
+	// draw), and a Rate of 0 spreads the arrivals evenly over that time.
+	// A room already scheduled to open after the run starts is measured
+	// as a drop without it.
+	OpensIn time.Duration
 }
 
 // Progress is how far a run has got: what the workers reported (joined,
@@ -54,6 +62,7 @@ type Progress struct {
 	Waiting  int
 	Active   int
 	Capacity int
+	Entrants int // in the pre-queue of a scheduled room before its draw
 }
 
 // Report is what a run measured.
@@ -90,8 +99,10 @@ type Report struct {
 	Series           []Sample    `json:"series"`
 	// Admissions counts admissions (the server's admitted_at) in each
 	// second of the run: element i is second i after Started.
-	Admissions  []int        `json:"admissions_per_second"`
-	Errors      []string     `json:"errors,omitempty"`
+	Admissions []int    `json:"admissions_per_second"`
+	Errors     []string `json:"errors,omitempty"`
+	// Drop is set for a run against a scheduled room's opening.
+	Drop        *DropReport  `json:"drop,omitempty"`
 	UsersDetail []UserResult `json:"people"`
 }
 
@@ -106,10 +117,11 @@ type Check struct {
 
 // Sample is the room's status at one moment.
 type Sample struct {
-	T       float64 `json:"t"`
-	Waiting int     `json:"waiting"`
-	Active  int     `json:"active"`
-	Joined  int     `json:"joined"`
+	T        float64 `json:"t"`
+	Waiting  int     `json:"waiting"`
+	Active   int     `json:"active"`
+	Joined   int     `json:"joined"`
+	Entrants int     `json:"entrants,omitempty"`
 }
 
 // Percentiles summarise a distribution.
@@ -184,7 +196,35 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 	if opt.Client == nil {
 		opt.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	rep := &Report{Config: cfg, Started: time.Now(), Users: cfg.Users}
+	started := time.Now()
+	var opensAt time.Time
+	switch {
+	case opt.OpensIn > 0:
+		if opt.AdminToken == "" {
+			return nil, fmt.Errorf("crowd: scheduling the opening needs the admin token")
+		}
+		cfg.Start = started.Add(startLead)
+		// The server keeps opens_at in milliseconds.
+		opensAt = time.UnixMilli(cfg.Start.Add(opt.OpensIn).UnixMilli())
+		if cfg.Rate == 0 {
+			cfg.Rate = float64(cfg.Users) / opt.OpensIn.Seconds()
+		}
+		if err := scheduleDrop(ctx, opt, cfg.Targets[0], cfg.Room, opensAt); err != nil {
+			return nil, fmt.Errorf("crowd: %w", err)
+		}
+	default:
+		if st, err := roomStatus(ctx, opt.Client, cfg.Targets[0], cfg.Room); err == nil && st.OpensAt.After(started) {
+			opensAt = st.OpensAt
+		}
+	}
+	rep := &Report{Config: cfg, Started: started, Users: cfg.Users}
+	if !opensAt.IsZero() {
+		rep.Drop = &DropReport{OpensAt: opensAt}
+	}
+	// Positions can be checked only once the draw gave them: no freeze
+	// before the opening (it would also hold back arrivals), and none in
+	// the second after it, while the draw reaches every stream.
+	checkable := func() bool { return opensAt.IsZero() || time.Now().After(opensAt.Add(time.Second)) }
 	n := max(1, opt.Workers)
 	workers := make([]*worker, 0, n)
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -193,11 +233,11 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		first, count := cfg.Users*i/n, cfg.Users*(i+1)/n-cfg.Users*i/n
 		w := &worker{lines: make(chan line, 1024)}
 		var stdout io.ReadCloser
+		share := cfg
+		share.Rate = cfg.Rate / float64(n)
 		if n == 1 || opt.Spawn == nil {
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
-			share := cfg
-			share.Rate = cfg.Rate / float64(n)
 			done := make(chan error, 1)
 			go func() {
 				err := Worker(runCtx, share, first, count, inR, outW)
@@ -207,7 +247,7 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			w.stdin, stdout, w.wait = inW, outR, func() error { return <-done }
 		} else {
 			var err error
-			w.stdin, stdout, w.wait, err = opt.Spawn(runCtx, first, count)
+			w.stdin, stdout, w.wait, err = opt.Spawn(runCtx, share, first, count)
 			if err != nil {
 				return nil, fmt.Errorf("crowd: start worker %d: %w", i, err)
 			}
@@ -291,7 +331,7 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			seriesMu.Lock()
 			rep.Capacity = st.Capacity
 			rep.MaxActive = max(rep.MaxActive, st.Active)
-			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined()})
+			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined(), Entrants: st.Entrants})
 			seriesMu.Unlock()
 		}
 	}()
@@ -305,33 +345,46 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	report := func() {
+		drain()
+		seriesMu.Lock()
+		var last Sample
+		if len(rep.Series) > 0 {
+			last = rep.Series[len(rep.Series)-1]
+		}
+		capacity := rep.Capacity
+		seriesMu.Unlock()
+		p := Progress{
+			Elapsed: time.Since(rep.Started), Users: cfg.Users, Joined: joined(), Admitted: admitted(),
+			Waiting: last.Waiting, Active: last.Active, Capacity: capacity, Entrants: last.Entrants,
+		}
+		if opt.Progress != nil {
+			pre := ""
+			if p.Entrants > 0 {
+				pre = fmt.Sprintf(" entrants %d", p.Entrants)
+			}
+			fmt.Fprintf(opt.Progress, "%5.0fs joined %d/%d%s waiting %d active %d admitted %d\n", p.Elapsed.Seconds(), p.Joined, cfg.Users, pre, p.Waiting, p.Active, p.Admitted)
+		}
+		if opt.OnProgress != nil {
+			opt.OnProgress(p)
+		}
+	}
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
 		case <-end:
+			// A last report, so the final progress is the run's end even
+			// when a slow position check held the ticks up.
+			report()
 			break loop
 		case <-tick.C:
-			drain()
-			seriesMu.Lock()
-			var last Sample
-			if len(rep.Series) > 0 {
-				last = rep.Series[len(rep.Series)-1]
-			}
-			capacity := rep.Capacity
-			seriesMu.Unlock()
-			p := Progress{
-				Elapsed: time.Since(rep.Started), Users: cfg.Users, Joined: joined(), Admitted: admitted(),
-				Waiting: last.Waiting, Active: last.Active, Capacity: capacity,
-			}
-			if opt.Progress != nil {
-				fmt.Fprintf(opt.Progress, "%5.0fs joined %d/%d waiting %d active %d admitted %d\n", p.Elapsed.Seconds(), p.Joined, cfg.Users, p.Waiting, p.Active, p.Admitted)
-			}
-			if opt.OnProgress != nil {
-				opt.OnProgress(p)
-			}
+			report()
 		case <-checkC:
+			if !checkable() {
+				continue
+			}
 			readers.Lock()
 			c, err := check(ctx, opt, cfg, workers)
 			readers.Unlock()
@@ -342,7 +395,9 @@ loop:
 			rep.Checks = append(rep.Checks, c)
 		}
 	}
-	if opt.AdminToken != "" && ctx.Err() == nil {
+	if opt.AdminToken != "" && ctx.Err() == nil && !checkable() {
+		rep.Errors = append(rep.Errors, "no final position check: the run ended before the room opened and its draw reached the crowd")
+	} else if opt.AdminToken != "" && ctx.Err() == nil {
 		readers.Lock()
 		c, err := check(ctx, opt, cfg, workers)
 		readers.Unlock()
@@ -351,6 +406,12 @@ loop:
 		} else {
 			rep.Checks = append(rep.Checks, c)
 		}
+	}
+	// The published draw, read before the crowd stops.
+	var draw waitroom.DrawRecord
+	drawErr := errBeforeOpening
+	if rep.Drop != nil && time.Now().After(opensAt) {
+		draw, drawErr = fetchDraw(ctx, opt.Client, cfg.Targets[0], cfg.Room)
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -382,15 +443,20 @@ loop:
 	<-sampleDone
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	summarise(rep)
+	if rep.Drop != nil {
+		summariseDrop(rep, draw, drawErr)
+	}
 	return rep, nil
 }
 
 // roomState is the public room status.
 type roomState struct {
-	Capacity int  `json:"capacity"`
-	Active   int  `json:"active"`
-	Waiting  int  `json:"waiting"`
-	Paused   bool `json:"paused"`
+	Capacity int       `json:"capacity"`
+	Active   int       `json:"active"`
+	Waiting  int       `json:"waiting"`
+	Paused   bool      `json:"paused"`
+	OpensAt  time.Time `json:"opens_at"`
+	Entrants int       `json:"entrants"`
 }
 
 func roomStatus(ctx context.Context, c *http.Client, base, room string) (roomState, error) {
@@ -448,8 +514,8 @@ func check(ctx context.Context, opt Options, cfg Config, workers []*worker) (Che
 			}
 		}
 	}()
-	var room waitroom.Room
-	if err := getJSON(ctx, opt.Client, base+"/v1/rooms/"+cfg.Room, opt.AdminToken, &room); err != nil {
+	room, err := fullRoom(ctx, opt, base, cfg.Room)
+	if err != nil {
 		return Check{}, err
 	}
 	// Users' own requests in flight finish within the freeze's first
@@ -493,10 +559,14 @@ func check(ctx context.Context, opt Options, cfg Config, workers []*worker) (Che
 			ticket, pos, st := s[0], s[1], s[2]
 			want, waiting := truth[ticket]
 			c.Compared++
-			ok := (st == snapWaiting && waiting && pos == want) || (st != snapWaiting && !waiting)
+			// Checks run only after any draw reached the crowd: an entrant
+			// still without a ticket (st == snapEntrant) is wrong.
+			ok := (st == snapWaiting && waiting && pos == want) || (st != snapWaiting && st != snapEntrant && !waiting)
 			if !ok {
 				c.Wrong++
-				if c.FirstDiff == "" {
+				if c.FirstDiff == "" && st == snapEntrant {
+					c.FirstDiff = "a user still sees the pre-queue (no ticket) after the draw"
+				} else if c.FirstDiff == "" {
 					c.FirstDiff = fmt.Sprintf("ticket %d: user sees status code %d position %d, server has waiting=%v position %d", ticket, st, pos, waiting, want)
 				}
 			}
@@ -596,7 +666,9 @@ func summarise(rep *Report) {
 		if u.AdmittedAt > u.JoinedAt && u.JoinedAt != 0 && u.AdmitSeenAt != 0 {
 			fromLine = append(fromLine, lineAdmission{Ticket: u.Ticket, Joined: u.JoinedAt, Admitted: u.AdmittedAt, Seen: u.AdmitSeenAt})
 		}
-		if u.JoinError != "" || u.Ticket == 0 {
+		// An entrant of a pre-queue joined without a ticket; it has one
+		// once the draw reached it.
+		if u.JoinError != "" || u.JoinedAt == 0 {
 			rep.JoinErrors++
 			if u.JoinError != "" && len(rep.Errors) < 20 {
 				rep.Errors = append(rep.Errors, "join: "+u.JoinError)
@@ -604,7 +676,9 @@ func summarise(rep *Report) {
 			continue
 		}
 		rep.Joined++
-		tickets[u.Ticket]++
+		if u.Ticket != 0 {
+			tickets[u.Ticket]++
+		}
 		joins = append(joins, float64(u.JoinMicros)/1000)
 		if u.AdmittedAt != 0 {
 			rep.Admitted++

@@ -56,6 +56,9 @@ type Config struct {
 	Sources []netip.Addr `json:"sources"`
 	// Seed makes a run's random choices repeatable.
 	Seed uint64 `json:"seed"`
+	// Start is when arrivals begin, so that workers started at different
+	// moments keep one schedule; zero means when each worker starts.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // UserResult is what one simulated user saw.
@@ -80,6 +83,12 @@ type UserResult struct {
 	Errors      int    `json:"errors,omitempty"`
 	LastErr     string `json:"last_err,omitempty"`
 	Position    int64  `json:"pos,omitempty"`
+	// Entry is the public entry of a user who joined a scheduled room's
+	// pre-queue (an entrant), as the published draw names it.
+	Entry string `json:"entry,omitempty"`
+	// PositionSeenAt is when the user first saw a place in line: waiting
+	// with a position, or active (unix milliseconds, the user's clock).
+	PositionSeenAt int64 `json:"position_seen_ms,omitempty"`
 }
 
 // user is one simulated person.
@@ -211,6 +220,9 @@ func (u *user) join(ctx context.Context) bool {
 		resp, err := u.client.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
+				u.mu.Lock()
+				u.res.JoinError = fmt.Sprintf("the run ended %s into the join, before its answer", time.Since(start).Round(time.Millisecond))
+				u.mu.Unlock()
 				return false
 			}
 			u.fail(err)
@@ -241,6 +253,10 @@ func (u *user) join(ctx context.Context) bool {
 		u.res.JoinMicros = time.Since(start).Microseconds()
 		u.res.Ticket = s.Ticket
 		u.res.JoinedAt = s.JoinedAt.UnixMilli()
+		if s.Ticket == 0 && !s.OpensAt.IsZero() {
+			// A pre-queue entry: the draw gives the ticket later.
+			u.res.Entry = s.Entry
+		}
 		u.mu.Unlock()
 		u.joined.Add(1)
 		u.observe(ctx, s)
@@ -268,8 +284,16 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	}
 	u.sess = s
 	u.res.Updates++
-	if prev.Status == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Position > prev.Position {
+	// An entrant of a pre-queue has no position (0) until the draw.
+	if prev.Status == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && prev.Position > 0 && s.Position > prev.Position {
 		u.res.PosUps++
+	}
+	if s.Ticket != 0 {
+		// An entrant's ticket comes from the draw.
+		u.res.Ticket = s.Ticket
+	}
+	if u.res.PositionSeenAt == 0 && ((s.Status == waitroom.StatusWaiting && s.Position > 0) || s.Status == waitroom.StatusActive) {
+		u.res.PositionSeenAt = now
 	}
 	if s.ETA != nil && u.res.FirstETAAt == 0 {
 		u.res.FirstETA, u.res.FirstETAAt = s.ETA.Seconds, now

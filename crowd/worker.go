@@ -36,6 +36,7 @@ const (
 	snapWaiting = 1
 	snapActive  = 2
 	snapEnded   = 3
+	snapEntrant = 4 // waiting in a pre-queue, before the draw: no ticket, no position
 )
 
 // Worker plays users first to first+count-1 of cfg. It reads commands from
@@ -103,6 +104,9 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	var wg sync.WaitGroup
 	results := make([]UserResult, count)
 	start := time.Now()
+	if !cfg.Start.IsZero() {
+		start = cfg.Start
+	}
 	for i, u := range users {
 		if cfg.Rate > 0 {
 			// This worker's share of the arrivals, evenly paced.
@@ -148,6 +152,9 @@ func snapshot(users []*user) [][3]int64 {
 		switch s.Status {
 		case waitroom.StatusWaiting:
 			code = snapWaiting
+			if s.Ticket == 0 {
+				code = snapEntrant
+			}
 		case waitroom.StatusActive:
 			code = snapActive
 		}

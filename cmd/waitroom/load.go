@@ -18,6 +18,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/cwriter"
 	"github.com/vbauerster/mpb/v8/decor"
+	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/crowd"
 )
 
@@ -36,12 +37,13 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	targets := fs.String("target", "http://127.0.0.1:8080", "comma-separated base `URLs` of the servers; users are spread over them")
 	room := fs.String("room", "default", "`room` to join")
 	users := fs.Int("users", 1000, "how many `people` arrive")
-	rate := fs.Float64("rate", 0, "arrivals per `second`; 0: everyone at once")
+	rate := fs.Float64("rate", 0, "arrivals per `second`; 0: everyone at once, or with --opens-in spread evenly over the time before the opening")
 	hold := fs.Duration("hold", 10*time.Second, "how long an admitted person stays (each draws from hold/2 to 3·hold/2)")
 	abandon := fs.Float64("abandon", 0, "`chance` an admitted person closes the page without leaving")
 	quit := fs.Float64("quit", 0, "`chance` per second a waiting person gives up and leaves")
 	poll := fs.Duration("poll", 0, "poll the session this often instead of holding an event stream")
-	duration := fs.Duration("duration", time.Minute, "how long the crowd plays")
+	duration := fs.Duration("duration", time.Minute, "how long the crowd plays; with --opens-in, default 30s past the opening")
+	opensIn := fs.Duration("opens-in", 0, "play a drop: set the room's opens_at to this long after arrivals begin (keeping the rest of its configuration; needs the admin token and an existing room that has not held a draw yet, so use a new room per run), let the crowd arrive in its pre-queue, and report the time from the opening until each entrant's stream shows a position, the entrants lost, and the published draw checked as verify-draw does and against every entrant's ticket. Without it, a room already scheduled to open is measured the same way")
 	workers := fs.Int("workers", 0, "worker `processes`; 0: one per 4,000 users")
 	sources := fs.Int("sources", 0, "loopback source `addresses` to connect from (127.0.0.2, …); 0: one per 10,000 users, none when that is one")
 	check := fs.Duration("check-every", 0, "freeze the crowd and check every person's latest position this often (needs the admin token); a final check always runs when the token is given")
@@ -64,6 +66,22 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	if *users < 1 {
 		return badUsage(fs, "--users must be at least 1")
+	}
+	if *opensIn < 0 {
+		return badUsage(fs, "--opens-in must not be negative")
+	}
+	if *opensIn > 0 {
+		if *token == "" {
+			return badUsage(fs, "--opens-in sets the room's opening: it needs --admin-token (or WAITROOM_ADMIN_TOKEN)")
+		}
+		durationSet := false
+		fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
+		switch {
+		case !durationSet:
+			*duration = *opensIn + 30*time.Second
+		case *duration <= *opensIn+time.Second:
+			return badUsage(fs, "--duration (%s) must run past the opening (--opens-in %s) by more than a second, or nothing of the draw is seen", *duration, *opensIn)
+		}
 	}
 	cfg := crowd.Config{
 		Room: *room, Users: *users, Rate: *rate, Hold: *hold, Abandon: *abandon, Quit: *quit,
@@ -90,10 +108,8 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("find this program to start workers: %w", err)
 	}
 	opt := crowd.Options{
-		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Progress: stderr,
-		Spawn: func(ctx context.Context, first, count int) (io.WriteCloser, io.ReadCloser, func() error, error) {
-			share := cfg
-			share.Rate = cfg.Rate / float64(n)
+		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Progress: stderr, OpensIn: *opensIn,
+		Spawn: func(ctx context.Context, share crowd.Config, first, count int) (io.WriteCloser, io.ReadCloser, func() error, error) {
 			b, _ := json.Marshal(share)
 			cmd := exec.CommandContext(ctx, exe, "load", "--worker", "--first", strconv.Itoa(first), "--count", strconv.Itoa(count))
 			cmd.Env = append(os.Environ(), "WAITROOM_LOAD_CONFIG="+string(b))
@@ -250,6 +266,23 @@ func printReport(w io.Writer, r *crowd.Report) {
 	fmt.Fprintf(tw, "integrity\t%d duplicate tickets, %d positions that went up, %d reconnects\n", r.DuplicateTickets, r.PositionUps, r.Reconnects)
 	for _, c := range r.Checks {
 		fmt.Fprintf(tw, "position check\t%d of %d people wrong, %d waiting\t%s\n", c.Wrong, c.Compared, c.Waiting, c.FirstDiff)
+	}
+	if d := r.Drop; d != nil {
+		fmt.Fprintf(tw, "drop\topened %s, %d entrants, %d late arrivals, %d left before a position, %d lost\n",
+			d.OpensAt.UTC().Format(waitroom.TimeFormat), d.Entrants, d.Late, d.LeftEarly, d.Lost)
+		p("opening to position seen", d.PositionMillis, "ms")
+		switch {
+		case d.Verified:
+			diff := ""
+			if d.FirstDiff != "" {
+				diff = " (" + d.FirstDiff + ")"
+			}
+			// One cell: a long cell before a tab would widen the column.
+			fmt.Fprintf(tw, "draw\tverified (as verify-draw): %d entries from ticket %d, drawn %d ms after opens_at; %d of %d entrants listed with the ticket they reached, %d missing, %d with another ticket, %d listed after leaving, %d other entries%s\n",
+				d.DrawEntries, d.FirstTicket, d.DrawnAfterMillis, d.Listed, d.Entrants, d.Missing, d.WrongTicket, d.ListedGone, d.Others, diff)
+		default:
+			fmt.Fprintf(tw, "draw\tNOT VERIFIED: %s\n", d.DrawError)
+		}
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(tw, "error\t%s\n", e)

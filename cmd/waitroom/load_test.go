@@ -82,6 +82,84 @@ func TestLoadCommand(t *testing.T) {
 	}
 }
 
+// TestLoadDrop runs `waitroom load --opens-in` against a real server: 200
+// people arrive over the 3 s before the opening the command schedules, in
+// two worker processes. Every entrant must see a place in line (0 lost),
+// the draw must verify and list every entrant with the ticket its session
+// reached, and positions must be exact at the freezes after the draw. The
+// delay figures are printed, not asserted: they are a benchmark's.
+func TestLoadDrop(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	p := startProcess(t, bin, filepath.Join(dir, "data"), noJoinLimitFlags(bin)...)
+	raw, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(raw))
+	c := newCrashClient(p.url, token)
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 10
+	if _, _, err := c.PutRoom(t.Context(), "drop", cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "drop.json")
+	const users = 200
+	cmd := exec.Command(bin, "load", "--target", p.url, "--room", "drop", "--users", strconv.Itoa(users), "--opens-in", "3s",
+		"--hold", "300ms", "--duration", "7s", "--workers", "2", "--sources", "2", "--check-every", "2s",
+		"--admin-token", token, "--json", out, "--chart", "none")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("waitroom load: %v\n%s", err, b)
+	}
+	t.Logf("waitroom load:\n%s", b)
+	var rep crowd.Report
+	if raw, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	d := rep.Drop
+	if d == nil {
+		t.Fatalf("the report has no drop section (errors %v)", rep.Errors)
+	}
+	for _, want := range []string{"opening to position seen", "verified (as verify-draw)"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the printed report lacks %q", want)
+		}
+	}
+	// Arrivals end just before the opening: on a busy machine the last few
+	// may join after it, first come, first served.
+	if rep.Joined != users || d.Entrants+d.Late != users || d.Entrants < users/2 {
+		t.Errorf("joined %d: %d entrants, %d late; want all %d joined, nearly all entrants", rep.Joined, d.Entrants, d.Late, users)
+	}
+	if d.Lost != 0 || d.LeftEarly != 0 || d.PositionMillis.N != d.Entrants {
+		t.Errorf("%d lost, %d left early, %d of %d entrants saw a position: want 0, 0, all", d.Lost, d.LeftEarly, d.PositionMillis.N, d.Entrants)
+	}
+	if !d.Verified || d.DrawEntries != d.Entrants || d.Listed != d.Entrants || d.Missing+d.WrongTicket+d.ListedGone+d.Others != 0 {
+		t.Errorf("draw verified %v (%s): %d entries, %d of %d entrants listed with their tickets, %d missing, %d wrong ticket, %d listed after leaving, %d others (%s)",
+			d.Verified, d.DrawError, d.DrawEntries, d.Listed, d.Entrants, d.Missing, d.WrongTicket, d.ListedGone, d.Others, d.FirstDiff)
+	}
+	if rep.KendallTau != 0 || rep.MaxActive > 10 || rep.Lost != 0 || rep.DuplicateTickets != 0 || rep.PositionUps != 0 || rep.Admitted < 10 {
+		t.Errorf("tau %.4f, max active %d of 10, lost %d, duplicates %d, positions up %d, admitted %d: want 0, ≤10, 0, 0, 0, ≥10",
+			rep.KendallTau, rep.MaxActive, rep.Lost, rep.DuplicateTickets, rep.PositionUps, rep.Admitted)
+	}
+	if len(rep.Checks) == 0 {
+		t.Fatalf("no position checks ran: %v", rep.Errors)
+	}
+	for _, ch := range rep.Checks {
+		if ch.Wrong != 0 || ch.Compared == 0 || ch.At.Before(d.OpensAt) {
+			t.Errorf("position check at %v (opening %v): %d of %d wrong (%s); want after the opening, 0 of many", ch.At, d.OpensAt, ch.Wrong, ch.Compared, ch.FirstDiff)
+		}
+	}
+	// The published record passes `waitroom verify-draw` too.
+	var vout, verr bytes.Buffer
+	if err := verifyDrawCommand(t.Context(), []string{p.url + "/v1/rooms/drop/draw"}, &vout, &verr); err != nil {
+		t.Errorf("verify-draw: %v\n%s", err, verr.String())
+	}
+}
+
 // checkChart checks that the chart `waitroom load` wrote next to its JSON
 // result is well-formed XML with an svg root and the waiting and active
 // lines.
