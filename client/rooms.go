@@ -23,6 +23,8 @@ type RoomStatus struct {
 	OpensAt  time.Time `json:"opens_at,omitzero"`
 	ClosesAt time.Time `json:"closes_at,omitzero"`
 	Entrants int       `json:"entrants,omitempty"`
+	// Remaining is what is left to sell in a room with an inventory.
+	Remaining *int64 `json:"remaining,omitempty"`
 }
 
 // Draw reads a scheduled room's published draw: the commitment before the
@@ -31,6 +33,20 @@ func (c *Client) Draw(ctx context.Context, room string) (waitroom.DrawRecord, er
 	var d waitroom.DrawRecord
 	err := c.do(ctx, call{method: http.MethodGet, path: roomPath(room, "draw"), out: &d})
 	return d, err
+}
+
+// Stock reports what became of a room's units (admin): op sold or
+// released moves n reserved units, set makes the inventory n; with id, sold
+// or released acts on that one session's unit (n is ignored). It returns
+// the room with its sold, reserved and remaining counts.
+func (c *Client) Stock(ctx context.Context, room string, op waitroom.StockOp, n int64, id string) (waitroom.Room, error) {
+	body := map[string]any{string(op): n}
+	if id != "" {
+		body = map[string]any{string(op): 1, "session": id}
+	}
+	var r waitroom.Room
+	err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "inventory"), body: body, admin: true, out: &r})
+	return r, err
 }
 
 // Room reads a room's public status.
