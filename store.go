@@ -187,6 +187,24 @@ const (
 	StockSet      StockOp = "set"
 )
 
+// CheckStock returns the CodeInvalidRequest error of a Store.Stock call
+// whose arguments no store could accept: an unknown op, a count outside
+// [0, MaxInventory], or set with a session.
+func CheckStock(op StockOp, n int64, id string) error {
+	switch op {
+	case StockSold, StockReleased, StockSet:
+	default:
+		return Errorf(CodeInvalidRequest, "A stock change is sold, released or set, not %q.", string(op))
+	}
+	if id == "" && (n < 0 || n > MaxInventory) {
+		return Errorf(CodeInvalidRequest, "A stock count is between 0 and %d, not %d.", MaxInventory, n)
+	}
+	if id != "" && op == StockSet {
+		return Errorf(CodeInvalidRequest, "A session's unit is sold or released; set is for the whole inventory.")
+	}
+	return nil
+}
+
 // MaxAdvance is the most sessions one Advance call moves.
 const MaxAdvance = 10_000
 

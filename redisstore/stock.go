@@ -21,16 +21,8 @@ import (
 
 // Stock implements waitroom.Store.
 func (s *Store) Stock(ctx context.Context, room string, op waitroom.StockOp, n int64, id string, now time.Time) (waitroom.Room, error) {
-	switch op {
-	case waitroom.StockSold, waitroom.StockReleased, waitroom.StockSet:
-	default:
-		return waitroom.Room{}, waitroom.Errorf(waitroom.CodeInvalidRequest, "A stock change is sold, released or set, not %q.", string(op))
-	}
-	if id == "" && (n < 0 || n > waitroom.MaxInventory) {
-		return waitroom.Room{}, waitroom.Errorf(waitroom.CodeInvalidRequest, "A stock count is between 0 and %d, not %d.", waitroom.MaxInventory, n)
-	}
-	if id != "" && op == waitroom.StockSet {
-		return waitroom.Room{}, waitroom.Errorf(waitroom.CodeInvalidRequest, "A session's unit is sold or released; set is for the whole inventory.")
+	if err := waitroom.CheckStock(op, n, id); err != nil {
+		return waitroom.Room{}, err
 	}
 	if err := s.usable(); err != nil {
 		return waitroom.Room{}, err
