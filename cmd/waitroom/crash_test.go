@@ -184,6 +184,18 @@ func isAPIError(err error) bool {
 	return errors.As(err, &we)
 }
 
+// startCrashServer starts `waitroom serve` on data with flags, letting it
+// make its own admin token, and returns the process and the token.
+func startCrashServer(t *testing.T, bin, data string, flags []string) (*process, string) {
+	t.Helper()
+	p := startProcess(t, bin, data, flags...)
+	raw, err := os.ReadFile(filepath.Join(data, "admin-token"))
+	if err != nil {
+		t.Fatalf("admin token file: %v", err)
+	}
+	return p, strings.TrimSpace(string(raw))
+}
+
 func newCrashClient(url, token string) *client.Client {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: crashWorkers * 2}}
 	return client.New(url, client.WithAdminToken(token), client.WithHTTPClient(hc))
@@ -617,13 +629,7 @@ func TestCrashMixedLoadKeepsEveryAcknowledgedOperation(t *testing.T) {
 	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
 	data := t.TempDir()
 	flags := noJoinLimitFlags(bin)
-
-	p := startProcess(t, bin, data, flags...)
-	raw, err := os.ReadFile(filepath.Join(data, "admin-token"))
-	if err != nil {
-		t.Fatalf("admin token file: %v", err)
-	}
-	token := strings.TrimSpace(string(raw))
+	p, token := startCrashServer(t, bin, data, flags)
 	c := newCrashClient(p.url, token)
 
 	// No timeouts: statuses change only through the load's own requests

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,12 +27,7 @@ func TestCrashAroundTheDraw(t *testing.T) {
 	bin := buildBinary(t)
 	data := t.TempDir()
 	flags := noJoinLimitFlags(bin)
-	p := startProcess(t, bin, data, flags...)
-	raw, err := os.ReadFile(filepath.Join(data, "admin-token"))
-	if err != nil {
-		t.Fatalf("admin token file: %v", err)
-	}
-	token := strings.TrimSpace(string(raw))
+	p, token := startCrashServer(t, bin, data, flags)
 	c := newCrashClient(p.url, token)
 
 	t0 := time.Now()
