@@ -1,7 +1,10 @@
 // Command waitroom runs the waitroom server and its tools.
 //
-//	waitroom serve      run the HTTP server
-//	waitroom version    print version information
+//	waitroom serve        run the HTTP server
+//	waitroom load         play a crowd against running servers
+//	waitroom bench        measure waitroom next to the alternatives
+//	waitroom verify-draw  check a scheduled room's published draw
+//	waitroom version      print version information
 //
 // Everything but the process plumbing lives in run, so tests drive the
 // command without a process of its own.

@@ -16,12 +16,12 @@ Usage:
 
 Commands:
 
-	serve      run the HTTP server
-	load       play a crowd against running servers and report what it saw
-	bench      measure waitroom next to the alternatives and print one table
-	verify-draw check a scheduled room's published draw (from a URL or a file)
-	version    print the version, the Go version and the VCS revision
-	help       print this help
+	serve        run the HTTP server
+	load         play a crowd against running servers and report what it saw
+	bench        measure waitroom next to the alternatives and print one table
+	verify-draw  check a scheduled room's published draw (from a URL or a file)
+	version      print the version, the Go version and the VCS revision
+	help         print this help
 
 Run "waitroom <command> -h" for a command's flags.
 `
