@@ -1,12 +1,12 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,14 +16,11 @@ import (
 	"github.com/waitroom/waitroom/web"
 )
 
-// putRoom configures a room through the admin API, as an operator would.
-func (s *site) putRoom(name string, cfg waitroom.RoomConfig) {
+// admin sends an admin API request with a JSON body, fails the test
+// unless the answer is one of ok, and returns the answer's body.
+func (s *site) admin(method, path, body string, ok ...int) []byte {
 	s.t.Helper()
-	body, err := json.Marshal(cfg)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPut, s.srv.URL+"/v1/rooms/"+name, bytes.NewReader(body))
+	req, err := http.NewRequest(method, s.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -31,13 +28,24 @@ func (s *site) putRoom(name string, cfg waitroom.RoomConfig) {
 	req.Header.Set("Content-Type", "application/json")
 	res, err := s.srv.Client().Do(req)
 	if err != nil {
-		s.t.Fatalf("PUT room %s: %v", name, err)
+		s.t.Fatalf("%s %s %s: %v", method, path, body, err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusCreated {
-		s.t.Fatalf("PUT room %s %s: status %d, body %s", name, body, res.StatusCode, b)
+	if !slices.Contains(ok, res.StatusCode) {
+		s.t.Fatalf("%s %s %s: status %d, body %s", method, path, body, res.StatusCode, b)
 	}
+	return b
+}
+
+// putRoom configures a room through the admin API, as an operator would.
+func (s *site) putRoom(name string, cfg waitroom.RoomConfig) {
+	s.t.Helper()
+	body, err := json.Marshal(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.admin(http.MethodPut, "/v1/rooms/"+name, string(body), http.StatusOK, http.StatusCreated)
 }
 
 // drop returns a room of the given capacity and target that opens at opens.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,21 +30,7 @@ func stocked(capacity int, target string, inventory int64) waitroom.RoomConfig {
 // room would (body: {"sold":1}, {"set":3} …), and returns the room after it.
 func (s *site) stock(room, body string) waitroom.Room {
 	s.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/v1/rooms/"+room+"/inventory", strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := s.srv.Client().Do(req)
-	if err != nil {
-		s.t.Fatalf("POST inventory %s: %v", body, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		s.t.Fatalf("POST /v1/rooms/%s/inventory %s: status %d, body %s", room, body, res.StatusCode, b)
-	}
+	b := s.admin(http.MethodPost, "/v1/rooms/"+room+"/inventory", body, http.StatusOK)
 	var got waitroom.Room
 	if err := json.Unmarshal(b, &got); err != nil {
 		s.t.Fatalf("POST inventory %s: %v in %s", body, err, b)
