@@ -449,47 +449,25 @@ func TestScheduleRemoteEvents(t *testing.T) {
 func TestPreQueueJoinSentTwice(t *testing.T) {
 	addr := redistest.Server(t)
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		key     string
-		callers int
-		marker  string
-	}{
-		{"keyless", "", 1, "\r\njoin\r\n"},
-		{"keyed", "user-7", 1, "\r\njoin\r\n"},
-		{"batched", "", 16, "\r\njoins\r\n"},
-	} {
+	for _, tc := range resentJoins {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy := newDropProxy(t, addr, tc.marker)
-			client := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), PoolSize: 32,
-				MaxRetries: 3, MinRetryBackoff: time.Millisecond})
-			defer client.Close()
+			client, proxy := resendingClient(t, addr, tc.marker)
 			s, err := redisstore.New(ctx, client, redisstore.WithPrefix(freshPrefix()), redisstore.WithPipelines(1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			scheduledRoom(t, s, "drop", 1)
-			proxy.armed.Store(true)
-			results := make([]waitroom.Session, tc.callers)
-			errs := make([]error, tc.callers)
-			var wg sync.WaitGroup
-			for i := range tc.callers {
-				wg.Go(func() { results[i], errs[i] = s.Join(ctx, "drop", tc.key, base) })
-			}
-			wg.Wait()
-			if proxy.drops.Load() == 0 {
-				t.Skip("no reply was dropped: the joins did not go out as expected")
-			}
+			results := joinResent(t, proxy, s, "drop", tc.key, tc.callers, base)
 			seen := map[string]bool{}
-			for i, err := range errs {
-				if err != nil || results[i].Ticket != 0 || results[i].Entry == "" || seen[results[i].ID] {
-					t.Fatalf("Join %d = %+v, %v; want its own entrant (a resent join must answer with it)", i, results[i], err)
+			for i, r := range results {
+				if r.Ticket != 0 || r.Entry == "" || seen[r.ID] {
+					t.Fatalf("Join %d = %+v; want its own entrant (a resent join must answer with it)", i, r)
 				}
-				seen[results[i].ID] = true
-				got, err := s.Session(ctx, "drop", results[i].ID, base)
-				if err != nil || got.Entry != results[i].Entry {
-					t.Errorf("Session(%s) = %+v, %v", results[i].ID, got, err)
+				seen[r.ID] = true
+				got, err := s.Session(ctx, "drop", r.ID, base)
+				if err != nil || got.Entry != r.Entry {
+					t.Errorf("Session(%s) = %+v, %v", r.ID, got, err)
 				}
 			}
 			if r, err := s.Room(ctx, "drop"); err != nil || r.Entrants != tc.callers {

@@ -242,27 +242,70 @@ func (p *dropProxy) relay(client net.Conn) {
 	}
 }
 
+// resentJoins are the ways a join goes out that a resend must not
+// double: alone keyless, alone keyed, and merged in a batch.
+var resentJoins = []struct {
+	name    string
+	key     string
+	callers int
+	marker  string
+}{
+	{"keyless", "", 1, "\r\njoin\r\n"},
+	{"keyed", "user-7", 1, "\r\njoin\r\n"},
+	{"batched", "", 16, "\r\njoins\r\n"},
+}
+
+// resendingClient returns a client to addr through a proxy that, once
+// armed, drops the reply of the first command carrying marker, so go-redis
+// sends it again.
+func resendingClient(t *testing.T, addr, marker string) (*redis.Client, *dropProxy) {
+	t.Helper()
+	proxy := newDropProxy(t, addr, marker)
+	client := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), PoolSize: 32,
+		MaxRetries: 3, MinRetryBackoff: time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	return client, proxy
+}
+
+// joinResent arms proxy and makes callers joins to room at once (keys made
+// distinct after the first), returning what each answered; it skips the
+// test when no reply was dropped.
+func joinResent(t *testing.T, proxy *dropProxy, s waitroom.Store, room, key string, callers int, now time.Time) []waitroom.Session {
+	t.Helper()
+	proxy.armed.Store(true)
+	results := make([]waitroom.Session, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			k := key
+			if k != "" && i > 0 {
+				k = fmt.Sprintf("%s-%d", k, i)
+			}
+			results[i], errs[i] = s.Join(context.Background(), room, k, now)
+		})
+	}
+	wg.Wait()
+	if proxy.drops.Load() == 0 {
+		t.Skip("no reply was dropped: the joins did not go out as expected")
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Join %d error = %v (a resent join must answer)", i, err)
+		}
+	}
+	return results
+}
+
 // go-redis sends a command again when the connection broke before its
 // reply came. A join sent twice must still make one session, and answer
 // with it: keyless and keyed, alone and batched.
 func TestJoinSentTwiceMakesOneSession(t *testing.T) {
 	addr := redistest.Server(t)
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		key     string
-		callers int
-		marker  string
-	}{
-		{"keyless", "", 1, "\r\njoin\r\n"},
-		{"keyed", "user-7", 1, "\r\njoin\r\n"},
-		{"batched", "", 16, "\r\njoins\r\n"},
-	} {
+	for _, tc := range resentJoins {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy := newDropProxy(t, addr, tc.marker)
-			client := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), PoolSize: 32,
-				MaxRetries: 3, MinRetryBackoff: time.Millisecond})
-			defer client.Close()
+			client, proxy := resendingClient(t, addr, tc.marker)
 			s, now := roomOfOne(t, client)
 			if tc.callers > 1 {
 				// Someone waits already, so concurrent joins take the batch.
@@ -276,35 +319,16 @@ func TestJoinSentTwiceMakesOneSession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			proxy.armed.Store(true)
-			results := make([]waitroom.Session, tc.callers)
-			errs := make([]error, tc.callers)
-			var wg sync.WaitGroup
-			for i := range tc.callers {
-				wg.Go(func() {
-					key := tc.key
-					if key != "" && i > 0 {
-						key = fmt.Sprintf("%s-%d", key, i)
-					}
-					results[i], errs[i] = s.Join(ctx, "r", key, now)
-				})
-			}
-			wg.Wait()
-			if proxy.drops.Load() == 0 {
-				t.Skip("no reply was dropped: the joins did not go out as expected")
-			}
+			results := joinResent(t, proxy, s, "r", tc.key, tc.callers, now)
 			seen := make(map[int64]bool)
-			for i, err := range errs {
-				if err != nil {
-					t.Fatalf("Join %d error = %v (a resent join must answer)", i, err)
+			for _, r := range results {
+				if seen[r.Ticket] {
+					t.Errorf("ticket %d answered twice", r.Ticket)
 				}
-				if seen[results[i].Ticket] {
-					t.Errorf("ticket %d answered twice", results[i].Ticket)
-				}
-				seen[results[i].Ticket] = true
-				got, err := s.Session(ctx, "r", results[i].ID, now)
-				if err != nil || got.Ticket != results[i].Ticket {
-					t.Errorf("Session(%s) = %+v, %v", results[i].ID, got, err)
+				seen[r.Ticket] = true
+				got, err := s.Session(ctx, "r", r.ID, now)
+				if err != nil || got.Ticket != r.Ticket {
+					t.Errorf("Session(%s) = %+v, %v", r.ID, got, err)
 				}
 			}
 			after, err := s.Room(ctx, "r")
