@@ -32,7 +32,10 @@ func (s *server) roomStatus(w http.ResponseWriter, r *http.Request) error {
 
 // draw: GET /v1/rooms/{room}/draw, public. The commitment of a scheduled
 // room's draw, and once it took place, the whole draw. A draw that is due
-// is held first, so the record never lags the opening.
+// is held first when this process sweeps the room; in a shared store where
+// another process holds the room's sweep lease, that process holds it
+// within its sweep interval, so the record may say "not drawn" for that
+// long after the opening.
 func (s *server) draw(w http.ResponseWriter, r *http.Request) error {
 	name, err := roomName(r)
 	if err != nil {

@@ -126,6 +126,14 @@ end
 
 now = math.max(ARGNOW, R.lastnow)
 
+-- The draw comes first, as memstore's settle holds it first, and before
+-- the sweep lease: any process's sweep may start a due draw (the draw has
+-- a lease of its own), so the draw never waits for the lease holder.
+if drawDue() then
+  freeze()
+  return reply('draw')
+end
+
 if OP == 'sweep' then
   -- ARGV 11 lease (ms; 0: none). Only the lease holder sweeps, so many
   -- processes do not all sweep every room; requests settle by themselves.
@@ -137,12 +145,6 @@ if OP == 'sweep' then
     end
     redis.call('SET', K_LEASE, PID, 'PX', lease)
   end
-end
-
--- The draw comes first, as memstore's settle holds it first.
-if drawDue() then
-  freeze()
-  return reply('draw')
 end
 
 local exp, admitted, more = settle()

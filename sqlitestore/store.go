@@ -108,13 +108,17 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	if err := s.wdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if _, err := s.wdb.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("create schema: %w", err)
-	}
+	// The migrations and the schema (which sets the new version) commit
+	// together: a failure or a crash between them would otherwise leave a
+	// file that says it is current without the new columns.
+	script := "BEGIN IMMEDIATE;\n"
 	for v := version; v > 0 && migrations[v] != ""; v++ {
-		if _, err := s.wdb.ExecContext(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("migrate schema from version %d: %w", v, err)
-		}
+		script += migrations[v] + ";\n"
+	}
+	script += schema + "\nCOMMIT;"
+	if _, err := s.wdb.ExecContext(ctx, script); err != nil {
+		_, _ = s.wdb.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("create or migrate schema (version %d): %w", version, err)
 	}
 	s.rdb, err = sql.Open("sqlite", dsn(path, "busy_timeout(10000)", "query_only(1)"))
 	if err != nil {

@@ -46,6 +46,9 @@ type writer struct {
 	// INSERTs, which cost far less per row than one statement each.
 	inserts []any
 	multi   map[int]*sql.Stmt // multi-row INSERT by row count
+	// counted is each room's counts as last written (by the holder of the
+	// right to commit only), so a batch that changes none writes none.
+	counted map[string][4]int64
 
 	mu       sync.Mutex
 	cur      *batch // gathering
@@ -86,7 +89,7 @@ var statements = map[string]string{
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), cur: newBatch()}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), counted: make(map[string][4]int64), cur: newBatch()}
 	for name, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -192,13 +195,20 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 			counts[ev.Room] = nil
 		}
 	}
+	written := make(map[string][4]int64, len(counts))
 	for room, ev := range counts {
-		if ev == nil || (ev.Admissions == 0 && ev.Sold == 0) {
+		if ev == nil {
+			written[room] = [4]int64{}
 			continue
+		}
+		c := [4]int64{ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold}
+		if c == w.counted[room] {
+			continue // unchanged (or all zero, which is no row): a batch of joins that admit nobody writes nothing here
 		}
 		if _, err := w.stmts["putCounts"].ExecContext(ctx, room, ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold); err != nil {
 			return fmt.Errorf("write counts of room %q: %w", room, err)
 		}
+		written[room] = c
 	}
 	if err := w.flush(ctx); err != nil {
 		return err
@@ -210,6 +220,9 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 	}
 	if _, err := w.stmts["commit"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	for room, c := range written { // only once they are on disk
+		w.counted[room] = c
 	}
 	return nil
 }
