@@ -94,7 +94,10 @@ func (s *Store) readDrawInfo(ctx context.Context, room string, wait bool) (drawI
 }
 
 // Draw implements waitroom.Store. A draw being applied is completed first;
-// the published entries are read in pages and their values computed here.
+// the published entries are read in pages and their values computed here,
+// once: the finished record is kept, and later calls check only that the
+// room's draw is still the same one. Entries is shared: read it, never
+// change it.
 func (s *Store) Draw(ctx context.Context, room string) (waitroom.DrawRecord, error) {
 	if err := s.usable(); err != nil {
 		return waitroom.DrawRecord{}, err
@@ -120,6 +123,15 @@ func (s *Store) Draw(ctx context.Context, room string) (waitroom.DrawRecord, err
 		if in.sch != "drawn" {
 			return d, nil
 		}
+		s.drawnMu.Lock()
+		kept, ok := s.drawn[room]
+		s.drawnMu.Unlock()
+		// The seed (so the commitment) tells one incarnation of a room
+		// from another, even when both drew nobody at the same instant.
+		if ok && kept.Commitment == d.Commitment && kept.Digest == in.digest && kept.DrawnAt.Equal(tm(in.at)) &&
+			kept.FirstTicket == in.first && kept.OpensAt.Equal(d.OpensAt) {
+			return kept, nil
+		}
 		list, err := s.drawList(ctx, room, in.count)
 		if err != nil {
 			return waitroom.DrawRecord{}, err
@@ -144,6 +156,9 @@ func (s *Store) Draw(ctx context.Context, room string) (waitroom.DrawRecord, err
 		d.FirstTicket = in.first
 		d.Entries = entries
 		d.Digest = in.digest
+		s.drawnMu.Lock()
+		s.drawn[room] = d
+		s.drawnMu.Unlock()
 		return d, nil
 	}
 }

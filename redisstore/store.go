@@ -293,6 +293,12 @@ type Store struct {
 	skip   map[string]time.Time
 	held   map[string]bool // rooms whose lease this process took
 
+	// drawn keeps each room's finished draw record: it never changes, so
+	// Draw reads only the room's draw state to know the copy is current
+	// (same digest, drawn at the same time), not 100,000 entries again.
+	drawnMu sync.Mutex
+	drawn   map[string]waitroom.DrawRecord
+
 	// draws holds, per room, the channel closed when this process's draw
 	// of it ends, so its callers wait for one draw (schedule.go).
 	draws sync.Map
@@ -346,6 +352,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 		leaseMS:   strconv.FormatInt(c.lease.Milliseconds(), 10),
 		skip:      make(map[string]time.Time),
 		held:      make(map[string]bool),
+		drawn:     make(map[string]waitroom.DrawRecord),
 	}
 	if sharded {
 		s.pubCmd = "SPUBLISH"
