@@ -83,6 +83,16 @@ func EntryForKey(room, key string) string {
 	return "k:" + base64.RawURLEncoding.EncodeToString(h[:16])
 }
 
+// EntryFor is the public entry of a session of room that entered a
+// pre-queue: EntryForKey when it joined with a key, else EntryForSecret of
+// its id's secret. Every store names entrants by this one rule.
+func EntryFor(room, key string, secret [16]byte) string {
+	if key != "" {
+		return EntryForKey(room, key)
+	}
+	return EntryForSecret(secret)
+}
+
 // DrawEntry is one entrant in a published draw.
 type DrawEntry struct {
 	Entry  string `json:"entry"`

@@ -425,11 +425,7 @@ func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Ses
 
 // final builds the Session of a session that ended.
 func (r *room) final(t int64, p *rec, key string, why waitroom.Reason, now int64) waitroom.Session {
-	var entry string
-	n := r.entryOf(t)
-	if n != 0 {
-		entry = r.entryName(p, key)
-	}
+	n, entry := r.drawnEntry(t)
 	return waitroom.Session{
 		Entry:      entry,
 		ID:         waitroom.SessionID{Ticket: t, Entry: n, Secret: p.secret}.String(),
@@ -454,7 +450,8 @@ func (r *room) record(t int64, p *rec, from waitroom.Status) {
 
 // view builds the Session of live session t; with pos, its position too.
 func (r *room) view(t int64, p *rec, pos bool) waitroom.Session {
-	return r.viewID(waitroom.SessionID{Ticket: t, Entry: r.entryOf(t), Secret: p.secret}.String(), t, p, pos)
+	n, _ := r.drawnEntry(t)
+	return r.viewID(waitroom.SessionID{Ticket: t, Entry: n, Secret: p.secret}.String(), t, p, pos)
 }
 
 // viewID is view for a caller that already holds the id's string form.
@@ -469,9 +466,7 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 	if p.hasKey {
 		s.Key = r.keyOf[t]
 	}
-	if r.entryOf(t) != 0 {
-		s.Entry = r.entryName(p, s.Key)
-	}
+	_, s.Entry = r.drawnEntry(t)
 	s.Unit = p.unit && p.status == stActive
 	if p.status == stWaiting {
 		s.Status = waitroom.StatusWaiting

@@ -29,8 +29,9 @@ type schedule struct {
 
 	// After the draw.
 	first    int64
+	// The drawn tickets are first, first+1, …: ticket t is entries[t-first]
+	// with entry number numbers[t-first].
 	ticketOf map[int64]int64 // entry number → ticket
-	entryOf  map[int64]int64 // ticket → entry number
 	entries  []waitroom.DrawEntry
 	numbers  []int64
 	digest   string
@@ -43,7 +44,6 @@ func newSchedule(seed waitroom.DrawSeed, opensAt int64) *schedule {
 		preKey:   make(map[int64]string),
 		keys:     make(map[string]int64),
 		ticketOf: make(map[int64]int64),
-		entryOf:  make(map[int64]int64),
 	}
 }
 
@@ -131,10 +131,7 @@ func (r *room) entrant(n int64) *rec {
 
 // entryName is the public entry of entrant n, whose record is p.
 func (r *room) entryName(p *rec, key string) string {
-	if key != "" {
-		return waitroom.EntryForKey(r.name, key)
-	}
-	return waitroom.EntryForSecret(p.secret)
+	return waitroom.EntryFor(r.name, key, p.secret)
 }
 
 // entrantView builds the Session of live entrant n.
@@ -213,7 +210,6 @@ func (r *room) drawIfDue(now int64) {
 		r.lastTicket++
 		t := r.lastTicket
 		s.ticketOf[n] = t
-		s.entryOf[t] = n
 		for r.base+int64(r.wait.len()) < t {
 			r.wait.push(rec{})
 			r.ranks.push(false)
@@ -239,12 +235,17 @@ func (r *room) resolve(sid *waitroom.SessionID) {
 	}
 }
 
-// entryOf returns the entry number of drawn ticket t, or 0.
-func (r *room) entryOf(t int64) int64 {
+// drawnEntry returns the entry number and public entry of drawn ticket t;
+// 0 and "" for a ticket the draw did not give.
+func (r *room) drawnEntry(t int64) (int64, string) {
 	if r.sch == nil || !r.sch.drawn {
-		return 0
+		return 0, ""
 	}
-	return r.sch.entryOf[t]
+	i := t - r.sch.first
+	if i < 0 || i >= int64(len(r.sch.numbers)) {
+		return 0, ""
+	}
+	return r.sch.numbers[i], r.sch.entries[i].Entry
 }
 
 // drawRecord is the room's published draw.
@@ -307,7 +308,6 @@ func (s *Store) RestoreDraw(name string, st waitroom.DrawState, entrants []waitr
 		sch.entries, sch.numbers, sch.digest = st.Entries, st.EntryNumbers, st.Digest
 		for i, e := range st.Entries {
 			sch.ticketOf[st.EntryNumbers[i]] = e.Ticket
-			sch.entryOf[e.Ticket] = st.EntryNumbers[i]
 		}
 		sch.pre, sch.preKey, sch.keys = nil, nil, nil
 		r.sch = sch

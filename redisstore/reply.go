@@ -92,11 +92,7 @@ func entrant(s *waitroom.Session, id *waitroom.SessionID, en, opens, entrants in
 		return
 	}
 	id.Entry = en
-	if s.Key != "" {
-		s.Entry = waitroom.EntryForKey(s.Room, s.Key)
-	} else {
-		s.Entry = waitroom.EntryForSecret(id.Secret)
-	}
+	s.Entry = waitroom.EntryFor(s.Room, s.Key, id.Secret)
 	if opens != 0 {
 		s.OpensAt = tm(opens)
 		s.Entrants = int(entrants)

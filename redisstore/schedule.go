@@ -271,11 +271,7 @@ func (s *Store) applyDraw(ctx context.Context, room string) error {
 	names := make([]string, len(ents))
 	numOf := make(map[string]int64, len(ents))
 	for i, e := range ents {
-		if e.key != "" {
-			names[i] = waitroom.EntryForKey(room, e.key)
-		} else {
-			names[i] = waitroom.EntryForSecret(e.secret)
-		}
+		names[i] = waitroom.EntryFor(room, e.key, e.secret)
 		numOf[names[i]] = e.n
 	}
 	order := waitroom.DrawOrder(seed, names, in.dfirst)

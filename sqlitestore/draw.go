@@ -169,8 +169,5 @@ func entryOf(room, id, key string) string {
 	if err != nil || sid.Entry == 0 {
 		return ""
 	}
-	if key != "" {
-		return waitroom.EntryForKey(room, key)
-	}
-	return waitroom.EntryForSecret(sid.Secret)
+	return waitroom.EntryFor(room, key, sid.Secret)
 }
