@@ -28,7 +28,7 @@ type schedule struct {
 	lastEntry int64
 
 	// After the draw.
-	first    int64
+	first int64
 	// The drawn tickets are first, first+1, …: ticket t is entries[t-first]
 	// with entry number numbers[t-first].
 	ticketOf map[int64]int64 // entry number → ticket
