@@ -159,9 +159,10 @@ func (r *room) stock(op waitroom.StockOp, n int64, id string) error {
 		return waitroom.Errorf(waitroom.CodeStockConflict, "Room %q has no inventory; give it one with inventory in its configuration.", r.name)
 	}
 	if op == waitroom.StockSet {
-		if n < r.sold+r.reserved {
-			return waitroom.Errorf(waitroom.CodeStockConflict, "Room %q has sold %d and reserved %d units; its inventory must be at least %d, not %d.",
-				r.name, r.sold, r.reserved, r.sold+r.reserved, n)
+		c := r.cfg
+		c.Inventory = &n
+		if err := r.checkStock(c); err != nil {
+			return err
 		}
 		r.cfg.Inventory = &n
 		return nil
