@@ -135,7 +135,7 @@ func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
 		r.ev = nil
 		return
 	}
-	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now), Sold: r.sold}
+	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now)}
 }
 
 // commit finishes the operation's event while the room is still locked and
@@ -145,8 +145,10 @@ func (s *Store) commit(r *room) (after func() error) {
 	ev := r.ev
 	r.ev = nil
 	// An event of a draw that changed no session (nobody in the pre-queue)
-	// still goes out: durable stores keep the draw from it.
-	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0 && ev.Sold == r.sold) {
+	// still goes out: durable stores keep the draw from it; so does one
+	// that took units (the units sold count changes only with those, or
+	// in a config event).
+	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0) {
 		return r.barrier()
 	}
 	ev.Waiting, ev.Active, ev.LastTicket = r.nWaiting, len(r.active), r.lastTicket
