@@ -273,6 +273,13 @@ func ParseOrigin(v string) (string, error) {
 	if len(v) > MaxURLLen {
 		return "", fmt.Errorf("%.40q… is too long", v)
 	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] >= 0x7f {
+			// Browsers send an Origin in ASCII, an international name in
+			// its xn-- form; anything else could never match one.
+			return "", fmt.Errorf("%.40q is not an origin: write it in ASCII, an international host name in its xn-- form", v)
+		}
+	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
