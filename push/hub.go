@@ -1,13 +1,17 @@
 // Package push turns a store's room events into per-session updates for
 // clients that hold an event stream open (SSE or WebSocket).
 //
-// A change in a room marks the room dirty; at most once per Interval the hub
-// reads every watched session of the room in one batch call
-// (waitroom.Store.Sessions) and hands each watcher its new Session only when
-// its own values changed. A watcher keeps just the latest value: a slow
-// client skips intermediate updates and never holds up the room or anyone
-// else. Events from other server processes (shared stores) arrive the same
-// way, so every process updates its own clients.
+// The hub does two things with a room's events. A session whose status
+// changed (admitted, ended) is told at once, straight from the event: the
+// moment a person gets in never waits for anything else. Positions and the
+// room's totals are coalesced: a change marks the room dirty, and at most
+// once per Interval the hub reads, in one batch call
+// (waitroom.Store.Sessions), only the watchers whose turn it is under the
+// cadence (see cadence.go), and hands each its new Session only when its
+// own numbers moved. A watcher keeps just the latest value: a slow client
+// skips intermediate updates and never holds up the room or anyone else.
+// Events from other server processes (shared stores) arrive the same way,
+// so every process reads and updates only its own clients.
 package push
 
 import (
@@ -20,12 +24,20 @@ import (
 
 // Options tune a Hub.
 type Options struct {
-	// Interval is the least time between two updates of one room's
+	// Interval is the least time between two reads of one room's
 	// watchers; changes within it are coalesced. Default 250ms.
 	Interval time.Duration
-	// Refresh re-reads watched rooms this often even without events, so
-	// ETAs follow the clock. Default 5s.
+	// Refresh is the longest a watcher goes without being re-read (so
+	// its ETA follows the clock and a position that crept is made exact).
+	// Each watcher's turn is spread over its last quarter. Default 5s.
 	Refresh time.Duration
+	// Front is how near the head of the line a waiting person gets every
+	// change (positions 1 to Front). Default 100.
+	Front int64
+	// Step is the fraction of a position that, once that many people
+	// ahead may have left the line, earns an update before Refresh is up
+	// (at most one a second). Default 0.1.
+	Step float64
 	// Fill, when set, completes a Session before it is compared and sent
 	// (the ETA estimator's Fill).
 	Fill func(s *waitroom.Session, now time.Time)
@@ -47,13 +59,16 @@ type Hub struct {
 	done   chan struct{}
 }
 
-// room is the watchers of one room and its flush state.
+// room is the watchers of one room, what the hub knows of the room from its
+// events, and its flush state. Every field is guarded by Hub.mu.
 type room struct {
 	name     string
 	watchers map[*Watch]struct{}
+	byID     map[string][]*Watch
 	dirty    bool
 	running  bool // a flush is scheduled or in progress
 	last     time.Time
+	clock    roomClock
 }
 
 // Watch is one client's subscription to one session.
@@ -65,6 +80,7 @@ type Watch struct {
 	latest   waitroom.Session
 	version  uint64
 	closed   bool
+	turn     turn // guarded by Hub.mu
 }
 
 // New returns a hub following store. Close it to stop.
@@ -75,12 +91,18 @@ func New(store waitroom.Store, opt Options) *Hub {
 	if opt.Refresh <= 0 {
 		opt.Refresh = 5 * time.Second
 	}
+	if opt.Front <= 0 {
+		opt.Front = 100
+	}
+	if opt.Step <= 0 {
+		opt.Step = 0.1
+	}
 	if opt.Clock == nil {
 		opt.Clock = waitroom.SystemClock{}
 	}
 	h := &Hub{store: store, opt: opt, rooms: make(map[string]*room), done: make(chan struct{})}
 	h.stop = store.Subscribe(h.observe)
-	go h.refresh()
+	go h.tick()
 	return h
 }
 
@@ -97,11 +119,14 @@ func (h *Hub) Watch(current waitroom.Session) *Watch {
 	}
 	r := h.rooms[w.Room]
 	if r == nil {
-		r = &room{name: w.Room, watchers: make(map[*Watch]struct{})}
+		r = &room{name: w.Room, watchers: make(map[*Watch]struct{}), byID: make(map[string][]*Watch)}
 		h.rooms[w.Room] = r
 	}
 	r.watchers[w] = struct{}{}
-	// A change may have landed between the caller's read and now: check.
+	r.byID[w.ID] = append(r.byID[w.ID], w)
+	// A change may have landed between the caller's read and now: the
+	// watcher is read at the next flush, then takes its turns.
+	w.turn = newTurn(current, &r.clock, time.Now(), h.opt.Refresh)
 	h.mark(r)
 	return w
 }
@@ -124,12 +149,29 @@ func (w *Watch) Stop() {
 	h.mu.Lock()
 	if r := h.rooms[w.Room]; r != nil {
 		delete(r.watchers, w)
+		r.unindex(w)
 		if len(r.watchers) == 0 && !r.running {
 			delete(h.rooms, w.Room)
 		}
 	}
 	h.mu.Unlock()
 	w.close()
+}
+
+// unindex removes w from r.byID. h.mu is held.
+func (r *room) unindex(w *Watch) {
+	ws := r.byID[w.ID]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(r.byID, w.ID)
+	} else {
+		r.byID[w.ID] = ws
+	}
 }
 
 func (w *Watch) close() {
@@ -141,11 +183,12 @@ func (w *Watch) close() {
 	}
 }
 
-// offer hands s to the watcher if its own values changed.
-func (w *Watch) offer(s waitroom.Session) {
+// offer hands s to the watcher unless a person would see no difference
+// (exactly, or noticeably when exact is false) from what it holds.
+func (w *Watch) offer(s waitroom.Session, exact bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || same(w.latest, s) {
+	if w.closed || same(w.latest, s, exact) {
 		return
 	}
 	w.latest = s
@@ -156,36 +199,51 @@ func (w *Watch) offer(s waitroom.Session) {
 	}
 }
 
-// same reports whether a client would see no difference between a and b.
-func same(a, b waitroom.Session) bool {
-	if a.Status != b.Status || a.Position != b.Position || a.Waiting != b.Waiting ||
-		a.Active != b.Active || a.Capacity != b.Capacity || (a.ETA == nil) != (b.ETA == nil) ||
-		a.Ticket != b.Ticket || !a.OpensAt.Equal(b.OpensAt) || !sameEntrants(a.Entrants, b.Entrants) ||
-		a.Stocked != b.Stocked || a.Remaining != b.Remaining || a.Unit != b.Unit {
-		return false
-	}
-	return a.ETA == nil || *a.ETA == *b.ETA
+// told is one status change to hand a watcher straight from an event.
+type told struct {
+	w *Watch
+	s waitroom.Session
 }
 
-// sameEntrants reports whether a pre-queue's size moved too little to tell
-// its watchers: every arrival in a pre-queue of under ten, but then only a
-// move of a tenth, so a pre-queue filling at hundreds a second wakes each
-// watcher a few dozen times in all (20,000 arrivals with 2% steps cost
-// 1.5 million updates in one measured run), not at every flush.
-func sameEntrants(a, b int) bool {
-	d := a - b
-	if d < 0 {
-		d = -d
-	}
-	return d < max(1, a/10)
-}
-
-// observe is the store subscription: it only marks the room dirty.
+// observe is the store subscription. A watched session that left the line
+// (admitted or ended) is told at once; everything else only updates what
+// the hub knows of the room and marks it dirty.
 func (h *Hub) observe(ev waitroom.Event) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r := h.rooms[ev.Room]; r != nil {
-		h.mark(r)
+	r := h.rooms[ev.Room]
+	if r == nil {
+		h.mu.Unlock()
+		return
+	}
+	r.clock.apply(ev)
+	var now []told
+	for _, ch := range ev.Changes {
+		if ch.Session.Status == waitroom.StatusWaiting {
+			continue // a waiting session's position comes from a read
+		}
+		for _, w := range r.byID[ch.Session.ID] {
+			now = append(now, told{w, ch.Session})
+		}
+	}
+	h.mark(r)
+	h.mu.Unlock()
+
+	if len(now) == 0 {
+		return
+	}
+	at := h.opt.Clock.Now()
+	for _, t := range now {
+		s := t.s
+		prev, _ := t.w.Latest()
+		// The change carries the session, the event the room's totals; the
+		// rest of what a page shows is as last read.
+		s.Room, s.Position = ev.Room, 0
+		s.Waiting, s.Active = ev.Waiting, ev.Active
+		s.Capacity, s.Stocked, s.Remaining = prev.Capacity, prev.Stocked, prev.Remaining
+		if h.opt.Fill != nil {
+			h.opt.Fill(&s, at)
+		}
+		t.w.offer(s, true)
 	}
 }
 
@@ -201,8 +259,8 @@ func (h *Hub) mark(r *room) {
 	time.AfterFunc(max(wait, 0), func() { h.flush(r) })
 }
 
-// flush reads every watched session of r in one call and offers each its
-// new state; it repeats while changes keep arriving.
+// flush reads, in one call, the watched sessions of r whose turn it is and
+// offers each its new state; it repeats while changes keep arriving.
 func (h *Hub) flush(r *room) {
 	h.mu.Lock()
 	if h.closed {
@@ -210,13 +268,22 @@ func (h *Hub) flush(r *room) {
 		h.mu.Unlock()
 		return
 	}
+	now := time.Now()
 	r.dirty = false
-	r.last = time.Now()
-	watchers := make([]*Watch, 0, len(r.watchers))
-	ids := make([]string, 0, len(r.watchers))
-	seen := make(map[string]bool, len(r.watchers))
+	r.last = now
+	snap := r.clock
+	var watchers []*Watch
+	var exact []bool
+	var ids []string
+	seen := make(map[string]bool)
 	for w := range r.watchers {
+		due, front := w.turn.due(snap, now, h.opt)
+		if !due {
+			continue
+		}
+		w.turn.read(snap, now, h.opt.Refresh)
 		watchers = append(watchers, w)
+		exact = append(exact, front)
 		if !seen[w.ID] {
 			seen[w.ID] = true
 			ids = append(ids, w.ID)
@@ -224,40 +291,56 @@ func (h *Hub) flush(r *room) {
 	}
 	h.mu.Unlock()
 
+	var got []waitroom.Session
 	if len(ids) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		got, err := h.store.Sessions(ctx, r.name, ids)
+		var err error
+		got, err = h.store.Sessions(ctx, r.name, ids)
 		cancel()
 		switch {
 		case err != nil && waitroom.ErrorCode(err) == waitroom.CodeRoomNotFound:
 			for _, w := range watchers {
 				w.close() // the room is gone: streams end
 			}
+			got = nil
 		case err != nil:
 			if h.opt.OnError != nil {
 				h.opt.OnError(r.name, err)
 			}
-		default:
-			now := h.opt.Clock.Now()
-			byID := make(map[string]waitroom.Session, len(got))
-			for i, s := range got {
-				if s.ID != "" {
-					if h.opt.Fill != nil {
-						h.opt.Fill(&s, now)
-					}
-					byID[ids[i]] = s
-				}
-			}
+			got = nil
+			h.mu.Lock()
 			for _, w := range watchers {
-				if s, ok := byID[w.ID]; ok {
-					w.offer(s)
+				w.turn.retry() // read them again next time
+			}
+			h.mu.Unlock()
+		}
+	}
+	var byID map[string]waitroom.Session
+	if got != nil {
+		at := h.opt.Clock.Now()
+		byID = make(map[string]waitroom.Session, len(got))
+		for i, s := range got {
+			if s.ID != "" {
+				if h.opt.Fill != nil {
+					h.opt.Fill(&s, at)
 				}
+				byID[ids[i]] = s
+			}
+		}
+		for i, w := range watchers {
+			if s, ok := byID[w.ID]; ok {
+				w.offer(s, exact[i] || (s.Position >= 1 && s.Position <= h.opt.Front))
 			}
 		}
 	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, w := range watchers {
+		if s, ok := byID[w.ID]; ok {
+			w.turn.saw(s)
+		}
+	}
 	r.running = false
 	switch {
 	case r.dirty && !h.closed:
@@ -267,10 +350,10 @@ func (h *Hub) flush(r *room) {
 	}
 }
 
-// refresh marks every watched room dirty now and then, so ETAs move with
-// time even when nothing happens.
-func (h *Hub) refresh() {
-	t := time.NewTicker(h.opt.Refresh)
+// tick marks every watched room dirty once a second, so that watchers
+// whose turn came round are read even when nothing happens.
+func (h *Hub) tick() {
+	t := time.NewTicker(min(time.Second, h.opt.Refresh))
 	defer t.Stop()
 	for {
 		select {

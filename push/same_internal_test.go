@@ -28,7 +28,7 @@ func TestSameForPreQueue(t *testing.T) {
 		{"stock appears", func(s waitroom.Session) waitroom.Session { s.Stocked, s.Remaining = true, 0; return s }, false},
 		{"stock moves", func(s waitroom.Session) waitroom.Session { s.Stocked, s.Remaining = true, 4; return s }, false},
 	} {
-		if got := same(e, tc.b(e)); got != tc.same {
+		if got := same(e, tc.b(e), true); got != tc.same {
 			t.Errorf("%s: same = %v, want %v", tc.name, got, tc.same)
 		}
 	}
@@ -39,7 +39,7 @@ func TestSameForPreQueue(t *testing.T) {
 	}{{10_001, true}, {10_999, true}, {11_000, false}, {9_000, false}, {9_001, true}} {
 		b := big
 		b.Entrants = tc.entrants
-		if got := same(big, b); got != tc.same {
+		if got := same(big, b, true); got != tc.same {
 			t.Errorf("10,000 entrants then %d: same = %v, want %v (a move of a tenth wakes the watcher)", tc.entrants, got, tc.same)
 		}
 	}

@@ -1,0 +1,172 @@
+package push
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/memstore"
+)
+
+// line starts a hub with opt on a room of n waiting sessions (capacity 0)
+// and watches every one of them.
+func line(t *testing.T, n int, opt Options) (*countingStore, *Hub, []waitroom.Session, []*Watch) {
+	t.Helper()
+	ctx := context.Background()
+	s := &countingStore{Store: memstore.New()}
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	var all []waitroom.Session
+	for range n {
+		x, err := s.Join(ctx, "r", "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, x)
+	}
+	h := New(s, opt)
+	t.Cleanup(h.Close)
+	var ws []*Watch
+	for _, x := range all {
+		cur, err := s.Session(ctx, "r", x.ID, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, h.Watch(cur))
+	}
+	waitFor(t, "the first read of every watcher", func() bool { return s.ids.Load() >= int32(n) })
+	return s, h, all, ws
+}
+
+// TestAdmissionToldAtOnce: the session that becomes active is told straight
+// from the store's event, long before the room's next coalesced read.
+func TestAdmissionToldAtOnce(t *testing.T) {
+	s, _, all, ws := line(t, 3, Options{Interval: time.Hour, Refresh: time.Hour})
+	batches := s.batches.Load()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 1
+	if _, _, err := s.PutRoom(context.Background(), "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ws[0].C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the admitted session was not told within 5s; the next read is an hour away")
+	}
+	got, _ := ws[0].Latest()
+	if got.Status != waitroom.StatusActive || got.ID != all[0].ID || got.Position != 0 || got.Waiting != 2 || got.Active != 1 {
+		t.Errorf("told %+v, want active with 2 waiting and 1 active", got)
+	}
+	if b := s.batches.Load(); b != batches {
+		t.Errorf("%d batch reads happened; the admission must not wait for one", b-batches)
+	}
+	if got, v := ws[1].Latest(); v != 1 || got.Position != 2 {
+		t.Errorf("the second in line holds %+v (version %d), want its first state until the next read", got, v)
+	}
+}
+
+// TestBackOfLineCadence: when the head of a long line leaves, the front is
+// read and told at once, a watcher further back only once a tenth of its
+// position may have gone, and a change of the room's totals alone wakes
+// nobody behind the front.
+func TestBackOfLineCadence(t *testing.T) {
+	const n, front = 400, 10
+	s, _, all, ws := line(t, n, Options{Interval: 20 * time.Millisecond, Refresh: time.Hour, Front: front, Step: 0.1})
+	ctx := context.Background()
+	versions := make([]uint64, n)
+	for i, w := range ws {
+		_, versions[i] = w.Latest()
+	}
+	ids := s.ids.Load()
+	// Five leave from the head: positions 6..400 become 1..395.
+	for _, x := range all[:5] {
+		if _, err := s.Leave(ctx, "r", x.ID, waitroom.ReasonLeft, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 5; i < 5+front; i++ { // the new front: every change
+		waitFor(t, "a front watcher is told", func() bool { got, _ := ws[i].Latest(); return got.Position == int64(i-4) })
+	}
+	// After a second the step rule applies: five departures are a tenth of
+	// positions up to 50 (as last read, 6..50, at indexes 5..49).
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 5; i < 50; i++ {
+		for got, _ := ws[i].Latest(); got.Position != int64(i-4); got, _ = ws[i].Latest() {
+			if time.Now().After(deadline) {
+				t.Fatalf("watcher at %d: position %d, want %d (five ahead left, a tenth or more)", i+1, got.Position, i-4)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a few more flushes, to be sure nobody else is told
+	for i := 50; i < n; i++ {
+		if got, v := ws[i].Latest(); v != versions[i] {
+			t.Errorf("watcher at %d was told position %d; five departures are under a tenth of its position", i+1, got.Position)
+		}
+	}
+	read := s.ids.Load() - ids
+	if read > int32(60+front*60) {
+		t.Errorf("%d sessions read for five departures in a line of %d; want about the front and the first 50", read, n)
+	}
+}
+
+// TestRefreshMakesExact: once Refresh has passed, every watcher holds its
+// exact position, however little it moved.
+func TestRefreshMakesExact(t *testing.T) {
+	const n = 300
+	s, _, all, ws := line(t, n, Options{Interval: 20 * time.Millisecond, Refresh: 600 * time.Millisecond, Front: 5})
+	ctx := context.Background()
+	if _, err := s.Leave(ctx, "r", all[0].ID, waitroom.ReasonLeft, t0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 1; i < n; i++ {
+		for {
+			got, _ := ws[i].Latest()
+			if got.Position == int64(i) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("watcher %d holds position %d, want %d after the refresh period", i, got.Position, i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestConfigTellsEveryone: a configuration change that moves what every
+// page shows (here capacity) reaches every watcher at the next read; one
+// that does not (a new target URL) reads nobody behind the front.
+func TestConfigTellsEveryone(t *testing.T) {
+	const n = 200
+	s, _, _, ws := line(t, n, Options{Interval: 20 * time.Millisecond, Refresh: time.Hour, Front: 5})
+	ctx := context.Background()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	// The first configuration event of a room reads everyone (the hub
+	// cannot tell what changed); it is not what is measured here.
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every watcher read after the first configuration event", func() bool { return s.ids.Load() >= 2*n })
+	time.Sleep(100 * time.Millisecond)
+	cfg.TargetURL = "/elsewhere"
+	ids := s.ids.Load()
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if read := s.ids.Load() - ids; read > 5*15 {
+		t.Errorf("a target URL change read %d sessions, want only the front's", read)
+	}
+	cfg.Paused = true
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every watcher read after a pause", func() bool { return s.ids.Load()-ids >= n })
+	_ = ws
+}
