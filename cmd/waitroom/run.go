@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return loadCommand(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		return benchCommand(ctx, rest, getenv, stdout, stderr)
+	case "sse-baseline":
+		// Hidden: the baseline of scripts/fanout-bench.sh, a measuring tool.
+		return sseBaselineCommand(ctx, rest, stdout, stderr)
 	case "verify-draw":
 		return verifyDrawCommand(ctx, rest, stdout, stderr)
 	case "version":
