@@ -437,6 +437,14 @@ func baselinePayload(n int) []byte {
 	return append(b, `"}`...)
 }
 
+// The fixed parts of a baseline message, kept so that writing one
+// allocates nothing.
+var (
+	sseID        = []byte("id: ")
+	sseEventData = []byte("\nevent: session\ndata: ")
+	sseEnd       = []byte("\n\n")
+)
+
 // baselineStream is one open stream of the baseline server.
 type baselineStream struct {
 	pending atomic.Int64  // messages due and not written yet
@@ -481,11 +489,11 @@ func (b *baselineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for range s.pending.Swap(0) {
 			id++
-			w.Write([]byte("id: "))
+			w.Write(sseID)
 			w.Write(strconv.AppendInt(num[:0], id, 10))
-			w.Write([]byte("\nevent: session\ndata: "))
+			w.Write(sseEventData)
 			w.Write(b.payload)
-			if _, err := w.Write([]byte("\n\n")); err != nil {
+			if _, err := w.Write(sseEnd); err != nil {
 				return
 			}
 			fl.Flush()
