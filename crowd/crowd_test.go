@@ -40,7 +40,7 @@ func TestCrowdAgainstServer(t *testing.T) {
 	const token = "crowd-test-token"
 	store := memstore.New()
 	defer store.Close()
-	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond})
+	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond, Refresh: 300 * time.Millisecond})
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: token, Hub: hub,
 		StreamHeartbeat: 100 * time.Millisecond, // keep-alive comments mid-stream must parse
@@ -56,7 +56,7 @@ func TestCrowdAgainstServer(t *testing.T) {
 	rep, err := Play(context.Background(), Config{
 		Targets: []string{srv.URL}, Room: "crowd", Users: 150, Rate: 150,
 		Hold: 100 * time.Millisecond, Quit: 0.05, Seed: 1,
-	}, Options{Duration: 4 * time.Second, CheckEvery: 1500 * time.Millisecond, AdminToken: token,
+	}, Options{Duration: 4 * time.Second, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token,
 		OnProgress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestCrowdDrop(t *testing.T) {
 	const token = "crowd-test-token"
 	store := memstore.New()
 	defer store.Close()
-	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond})
+	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond, Refresh: 300 * time.Millisecond})
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Hub: hub}))
 	defer srv.Close()
 	defer hub.Close()
@@ -44,7 +44,7 @@ func TestCrowdDrop(t *testing.T) {
 	rep, err := Play(context.Background(), Config{
 		Targets: []string{srv.URL}, Room: "drop", Users: users, Rate: 80, // arrivals end well before the opening
 		Hold: 200 * time.Millisecond, Seed: 1,
-	}, Options{OpensIn: 2500 * time.Millisecond, Duration: 6 * time.Second, CheckEvery: 1500 * time.Millisecond, AdminToken: token})
+	}, Options{OpensIn: 2500 * time.Millisecond, Duration: 6 * time.Second, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}

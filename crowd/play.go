@@ -34,6 +34,10 @@ type Options struct {
 	// user's latest position with the server's, this often (0: only at the
 	// end). Needs AdminToken.
 	CheckEvery time.Duration
+	// Settle is how long a check waits, once the crowd and the room are
+	// frozen, before it compares: the servers' longest gap between two
+	// updates of a page (serve's --push-refresh) and some. Default 7s.
+	Settle time.Duration
 	// Sample is how often the room's public status is read (default 100ms).
 	Sample time.Duration
 	// Progress, when set, gets one line a second.
@@ -495,7 +499,7 @@ func doJSON(ctx context.Context, c *http.Client, method, url, token string, body
 	return json.Unmarshal(b, v)
 }
 
-// check freezes the crowd and the room, waits one second for updates to
+// check freezes the crowd and the room, waits opt.Settle for updates to
 // arrive, and compares every user's latest view with the server's line.
 func check(ctx context.Context, opt Options, cfg Config, workers []*worker) (Check, error) {
 	base := cfg.Targets[0]
@@ -537,7 +541,11 @@ func check(ctx context.Context, opt Options, cfg Config, workers []*worker) (Che
 	if err != nil {
 		return Check{}, err
 	}
-	time.Sleep(time.Second) // the delivery window
+	settle := opt.Settle
+	if settle <= 0 {
+		settle = 7 * time.Second
+	}
+	time.Sleep(settle) // the delivery window
 	// The line must not have moved while we waited.
 	again, err := readLine(ctx, opt, base, cfg.Room)
 	if err != nil {

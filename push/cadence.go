@@ -23,8 +23,8 @@ import (
 //     point spread over the last quarter of it so that a crowd that was
 //     read at once does not come due at once again;
 //   - everyone is read at the next flush after a change every page shows:
-//     a draw, a change of the room's configuration that moves what a page
-//     shows (capacity, mode, rate, pause, schedule, inventory), a deletion,
+//     a draw, a change of the room's configuration that moves what every
+//     page shows (capacity, schedule, inventory), a deletion,
 //     or another process's hint to resynchronise (and the first
 //     configuration event the hub sees of a room, as it cannot tell what
 //     changed); active sessions, when
@@ -80,11 +80,11 @@ func (c *roomClock) apply(ev waitroom.Event) {
 	}
 }
 
-// visible reports whether a new configuration changes what a waiting page
-// shows (its capacity, its ETA's basis, its schedule or its stock).
+// visible reports whether a new configuration changes what every waiting
+// page shows: its capacity, its schedule or its stock. A change that only
+// moves ETAs (a pause, the mode, the rate) reaches each page at its turn.
 func visible(a, b waitroom.RoomConfig) bool {
-	return a.Mode != b.Mode || a.Capacity != b.Capacity || a.RatePerMinute != b.RatePerMinute ||
-		a.Paused != b.Paused || !a.OpensAt.Equal(b.OpensAt) || !a.ClosesAt.Equal(b.ClosesAt) ||
+	return a.Capacity != b.Capacity || !a.OpensAt.Equal(b.OpensAt) || !a.ClosesAt.Equal(b.ClosesAt) ||
 		(a.Inventory == nil) != (b.Inventory == nil) || (a.Inventory != nil && *a.Inventory != *b.Inventory)
 }
 

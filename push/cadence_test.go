@@ -139,8 +139,8 @@ func TestRefreshMakesExact(t *testing.T) {
 }
 
 // TestConfigTellsEveryone: a configuration change that moves what every
-// page shows (here capacity) reaches every watcher at the next read; one
-// that does not (a new target URL) reads nobody behind the front.
+// page shows (here a schedule) reaches every watcher at the next read; one
+// that does not (a new target URL, a pause) reads nobody behind the front.
 func TestConfigTellsEveryone(t *testing.T) {
 	const n = 200
 	s, _, _, ws := line(t, n, Options{Interval: 20 * time.Millisecond, Refresh: time.Hour, Front: 5})
@@ -163,10 +163,72 @@ func TestConfigTellsEveryone(t *testing.T) {
 	if read := s.ids.Load() - ids; read > 5*15 {
 		t.Errorf("a target URL change read %d sessions, want only the front's", read)
 	}
-	cfg.Paused = true
+	cfg.Paused = true // only ETAs move: each page gets it at its turn
 	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every watcher read after a pause", func() bool { return s.ids.Load()-ids >= n })
+	time.Sleep(300 * time.Millisecond)
+	if read := s.ids.Load() - ids; read > 5*30 {
+		t.Errorf("a pause read %d sessions at once, want only the front's", read)
+	}
+	cfg.Capacity = 0
+	cfg.OpensAt = t0.Add(time.Hour) // a schedule: every page shows it
+	cfg.Paused = false
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every watcher read after a new schedule", func() bool { return s.ids.Load()-ids >= n })
 	_ = ws
+}
+
+// slowStore holds every batch read until release is closed, returning what
+// the store held when the read began.
+type slowStore struct {
+	*memstore.Store
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStore) Sessions(ctx context.Context, room string, ids []string) ([]waitroom.Session, error) {
+	got, err := s.Store.Sessions(ctx, room, ids)
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return got, err
+}
+
+// TestReadNeverUndoesATell: a batch read that began before an admission
+// was told ends after it; the watcher keeps the admission.
+func TestReadNeverUndoesATell(t *testing.T) {
+	ctx := context.Background()
+	s := &slowStore{Store: memstore.New(), started: make(chan struct{}, 1), release: make(chan struct{})}
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	x, err := s.Join(ctx, "r", "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(s, Options{Interval: 10 * time.Millisecond, Refresh: time.Hour})
+	t.Cleanup(h.Close)
+	w := h.Watch(x)
+	<-s.started // the first read holds position 1, waiting
+	cfg.Capacity = 1
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the admission is told", func() bool { got, _ := w.Latest(); return got.Status == waitroom.StatusActive })
+	close(s.release)
+	// The stale read lands, then fresh ones: the watcher must never hold
+	// the old state again, not even between two reads.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		if got, _ := w.Latest(); got.Status != waitroom.StatusActive {
+			t.Fatalf("after the stale read the watcher holds %s at position %d, want active", got.Status, got.Position)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
 }

@@ -80,7 +80,10 @@ type Watch struct {
 	latest   waitroom.Session
 	version  uint64
 	closed   bool
-	turn     turn // guarded by Hub.mu
+	// tells numbers the status changes told straight from events, and
+	// toldDone is the latest one handed over (both guarded by mu).
+	tells, toldDone uint64
+	turn            turn // guarded by Hub.mu
 }
 
 // New returns a hub following store. Close it to stop.
@@ -201,8 +204,9 @@ func (w *Watch) offer(s waitroom.Session, exact bool) {
 
 // told is one status change to hand a watcher straight from an event.
 type told struct {
-	w *Watch
-	s waitroom.Session
+	w   *Watch
+	s   waitroom.Session
+	seq uint64
 }
 
 // observe is the store subscription. A watched session that left the line
@@ -222,15 +226,22 @@ func (h *Hub) observe(ev waitroom.Event) {
 			continue // a waiting session's position comes from a read
 		}
 		for _, w := range r.byID[ch.Session.ID] {
-			now = append(now, told{w, ch.Session})
+			now = append(now, told{w, ch.Session, w.tellSeq()})
 		}
 	}
 	h.mark(r)
 	h.mu.Unlock()
 
-	if len(now) == 0 {
-		return
+	if len(now) > 0 {
+		// Filling (an admitted session's pass is signed) happens off the
+		// store's path, in parallel with other events' tells; the sequence
+		// numbers keep a later tell from being undone by an earlier one.
+		go h.tell(ev, now)
 	}
+}
+
+// tell completes and hands each status change to its watcher.
+func (h *Hub) tell(ev waitroom.Event, now []told) {
 	at := h.opt.Clock.Now()
 	for _, t := range now {
 		s := t.s
@@ -243,8 +254,51 @@ func (h *Hub) observe(ev waitroom.Event) {
 		if h.opt.Fill != nil {
 			h.opt.Fill(&s, at)
 		}
-		t.w.offer(s, true)
+		t.w.offerTold(s, t.seq)
 	}
+}
+
+// tellSeq numbers a new tell for w. h.mu is held.
+func (w *Watch) tellSeq() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tells++
+	return w.tells
+}
+
+// offerTold hands w a status change told straight from an event, unless a
+// later one was told already.
+func (w *Watch) offerTold(s waitroom.Session, seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || seq != w.tells || w.toldDone >= seq {
+		return
+	}
+	w.toldDone = seq
+	if same(w.latest, s, true) {
+		return
+	}
+	w.latest = s
+	w.version++
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+// tellCount is how many status changes were told to w so far.
+func (w *Watch) tellCount() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tells
+}
+
+// stale reports whether a read numbered by tells (taken before the read
+// began) may predate a status change told since: then it must not replace it.
+func (w *Watch) stale(tells uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tells != tells
 }
 
 // mark schedules a flush of r, no sooner than Interval after the last one.
@@ -274,6 +328,7 @@ func (h *Hub) flush(r *room) {
 	snap := r.clock
 	var watchers []*Watch
 	var exact []bool
+	var tells []uint64
 	var ids []string
 	seen := make(map[string]bool)
 	for w := range r.watchers {
@@ -284,6 +339,7 @@ func (h *Hub) flush(r *room) {
 		w.turn.read(snap, now, h.opt.Refresh)
 		watchers = append(watchers, w)
 		exact = append(exact, front)
+		tells = append(tells, w.tellCount())
 		if !seen[w.ID] {
 			seen[w.ID] = true
 			ids = append(ids, w.ID)
@@ -329,6 +385,10 @@ func (h *Hub) flush(r *room) {
 		}
 		for i, w := range watchers {
 			if s, ok := byID[w.ID]; ok {
+				if w.stale(tells[i]) {
+					delete(byID, w.ID) // told since the read began: read again
+					continue
+				}
 				w.offer(s, exact[i] || (s.Position >= 1 && s.Position <= h.opt.Front))
 			}
 		}
@@ -339,6 +399,8 @@ func (h *Hub) flush(r *room) {
 	for _, w := range watchers {
 		if s, ok := byID[w.ID]; ok {
 			w.turn.saw(s)
+		} else if got != nil {
+			w.turn.retry()
 		}
 	}
 	r.running = false

@@ -46,6 +46,7 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	opensIn := fs.Duration("opens-in", 0, "play a drop: set the room's opens_at to this long after arrivals begin (keeping the rest of its configuration; needs the admin token and an existing room that has not held a draw yet, so use a new room per run), let the crowd arrive in its pre-queue, and report the time from the opening until each entrant's stream shows a position, the entrants lost, and the published draw checked as verify-draw does and against every entrant's ticket. Without it, a room already scheduled to open is measured the same way")
 	workers := fs.Int("workers", 0, "worker `processes`; 0: one per 4,000 users")
 	sources := fs.Int("sources", 0, "loopback source `addresses` to connect from (127.0.0.2, …); 0: one per 10,000 users, none when that is one")
+	settle := fs.Duration("check-settle", 7*time.Second, "how long a check waits with the crowd and the room frozen before it compares:\nat least the servers' --push-refresh plus a second or two")
 	check := fs.Duration("check-every", 0, "freeze the crowd and check every person's latest position this often (needs the admin token); a final check always runs when the token is given")
 	token := fs.String("admin-token", getenv("WAITROOM_ADMIN_TOKEN"), "admin `token` (env WAITROOM_ADMIN_TOKEN) for position checks")
 	jsonOut := fs.String("json", "", "write the full result to this `file` as JSON")
@@ -108,7 +109,7 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("find this program to start workers: %w", err)
 	}
 	opt := crowd.Options{
-		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Progress: stderr, OpensIn: *opensIn,
+		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Settle: *settle, Progress: stderr, OpensIn: *opensIn,
 		Spawn: func(ctx context.Context, share crowd.Config, first, count int) (io.WriteCloser, io.ReadCloser, func() error, error) {
 			b, _ := json.Marshal(share)
 			cmd := exec.CommandContext(ctx, exe, "load", "--worker", "--first", strconv.Itoa(first), "--count", strconv.Itoa(count))

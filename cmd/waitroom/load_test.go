@@ -23,7 +23,7 @@ func TestLoadCommand(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	// A crowd is many people from a few addresses: no per-address limit.
-	p := startProcess(t, bin, filepath.Join(dir, "data"), "--join-limit", "0")
+	p := startProcess(t, bin, filepath.Join(dir, "data"), "--join-limit", "0", "--push-refresh", "300ms")
 	token, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestLoadCommand(t *testing.T) {
 	out := filepath.Join(dir, "load.json")
 	cmd := exec.Command(bin, "load", "--target", p.url, "--room", "load", "--users", "300", "--rate", "300",
 		"--hold", "300ms", "--quit", "0.02", "--duration", "5s", "--workers", "2", "--sources", "2",
-		"--check-every", "2s", "--admin-token", strings.TrimSpace(string(token)), "--json", out)
+		"--check-every", "2s", "--check-settle", "1500ms", "--admin-token", strings.TrimSpace(string(token)), "--json", out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("waitroom load: %v\n%s", err, b)
@@ -91,7 +91,7 @@ func TestLoadCommand(t *testing.T) {
 func TestLoadDrop(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	p := startProcess(t, bin, filepath.Join(dir, "data"), noJoinLimitFlags(bin)...)
+	p := startProcess(t, bin, filepath.Join(dir, "data"), append(noJoinLimitFlags(bin), "--push-refresh", "300ms")...)
 	raw, err := os.ReadFile(filepath.Join(dir, "data", "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestLoadDrop(t *testing.T) {
 	out := filepath.Join(dir, "drop.json")
 	const users = 200
 	cmd := exec.Command(bin, "load", "--target", p.url, "--room", "drop", "--users", strconv.Itoa(users), "--opens-in", "3s",
-		"--hold", "300ms", "--duration", "7s", "--workers", "2", "--sources", "2", "--check-every", "2s",
+		"--hold", "300ms", "--duration", "7s", "--workers", "2", "--sources", "2", "--check-every", "2s", "--check-settle", "1500ms",
 		"--admin-token", token, "--json", out, "--chart", "none")
 	b, err := cmd.CombinedOutput()
 	if err != nil {

@@ -26,7 +26,7 @@ func TestThreeProcessesOneRedis(t *testing.T) {
 	var procs []*process
 	var urls []string
 	for i := range 3 {
-		args := append([]string{"--store", "redis://" + addr + "/0", "--admin-token", token}, noJoinLimitFlags(bin)...)
+		args := append([]string{"--store", "redis://" + addr + "/0", "--admin-token", token, "--push-refresh", "300ms"}, noJoinLimitFlags(bin)...)
 		p := startProcess(t, bin, filepath.Join(t.TempDir(), "data"+strconv.Itoa(i)), args...)
 		procs = append(procs, p)
 		urls = append(urls, p.url)
@@ -49,7 +49,7 @@ func TestThreeProcessesOneRedis(t *testing.T) {
 	rep, err := crowd.Play(context.Background(), crowd.Config{
 		Targets: urls, Room: "shared", Users: 2000, Rate: 500,
 		Hold: 400 * time.Millisecond, Quit: 0.01, Seed: 7,
-	}, crowd.Options{Duration: 18 * time.Second, CheckEvery: 4 * time.Second, AdminToken: token})
+	}, crowd.Options{Duration: 18 * time.Second, CheckEvery: 4 * time.Second, Settle: 1500 * time.Millisecond, AdminToken: token})
 	<-killed
 	if err != nil {
 		t.Fatal(err)

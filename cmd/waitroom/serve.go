@@ -72,6 +72,9 @@ type serveConfig struct {
 	// onStoreDown and failOpenAfter are the outage policy (package outage).
 	onStoreDown   string
 	failOpenAfter string
+	// The live-update cadence (package push).
+	pushRefresh string
+	pushFront   string
 	// The abuse limits (package limit), as given; parseServe checks them.
 	joinLimit      string
 	trustedProxies string
@@ -106,6 +109,8 @@ func (c *serveConfig) flags() []serveFlag {
 		{"templates", "WAITROOM_TEMPLATES", "", "`folder` of waiting-page templates: page.html for every room, <room>.html for one\n(html/template; see the README's \"Waiting page\" section)", &c.templates, nil},
 		{"on-store-down", "WAITROOM_ON_STORE_DOWN", "closed", "`policy` while the store (Redis) is unreachable: closed keeps everyone in line\n(pages say the line is paused; the API answers 503), open sends visitors on to\nthe room's target once it has been down for --fail-open-after", &c.onStoreDown, nil},
 		{"fail-open-after", "WAITROOM_FAIL_OPEN_AFTER", "10s", "how long the store must be unreachable before --on-store-down open lets\nvisitors through (a Go `duration`)", &c.failOpenAfter, nil},
+		{"push-refresh", "WAITROOM_PUSH_REFRESH", "5s", "longest a live page away from the front of the line goes without a fresh\nposition and ETA (a Go `duration`; see the README's \"Live updates\")", &c.pushRefresh, nil},
+		{"push-front", "WAITROOM_PUSH_FRONT", "100", "how many `people` at the front of a line are told every change at once", &c.pushFront, nil},
 		{"join-limit", "WAITROOM_JOIN_LIMIT", "120", "most joins a `minute` per client address (bursts of as many; IPv6 per /64);\nover it a join answers 429 with Retry-After; 0 turns the limit off", &c.joinLimit, nil},
 		{"trusted-proxies", "WAITROOM_TRUSTED_PROXIES", "", "comma-separated `CIDRs` of the proxies in front of waitroom; only their\nX-Forwarded-For names the client (for --join-limit); empty trusts nobody", &c.trustedProxies, nil},
 		{"max-sessions-per-room", "WAITROOM_MAX_SESSIONS_PER_ROOM", "2000000", "most live `sessions` (waiting and active) per room; a join over it answers\n503 room_full; 0 means no cap", &c.maxSessions, nil},
@@ -184,6 +189,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if _, err := outage.ParsePolicy(c.onStoreDown); err != nil {
 		return c, badUsage(fs, "--on-store-down must be closed or open, not %q", c.onStoreDown)
+	}
+	if d, err := time.ParseDuration(c.pushRefresh); err != nil || d < 100*time.Millisecond || d > time.Hour {
+		return c, badUsage(fs, "--push-refresh must be a duration from 100ms to 1h such as 5s, not %q", c.pushRefresh)
+	}
+	if n, err := strconv.Atoi(c.pushFront); err != nil || n < 1 || n > 1_000_000 {
+		return c, badUsage(fs, "--push-front must be a whole number from 1 to 1000000, not %q", c.pushFront)
 	}
 	if d, err := time.ParseDuration(c.failOpenAfter); err != nil || d <= 0 {
 		return c, badUsage(fs, "--fail-open-after must be a positive duration such as 10s, not %q", c.failOpenAfter)
@@ -347,9 +358,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		estimator.Fill(s, now)
 		gt.Fill(s, now)
 	}
+	refresh, _ := time.ParseDuration(cfg.pushRefresh) // checked by parseServe
+	front, _ := strconv.Atoi(cfg.pushFront)
 	hub := push.New(store, push.Options{
-		Clock: clock,
-		Fill:  fill,
+		Refresh: refresh,
+		Front:   int64(front),
+		Clock:   clock,
+		Fill:    fill,
 		OnError: func(room string, err error) {
 			logger.Warn("push: reading sessions", "room", room, "err", err)
 		},
