@@ -126,6 +126,9 @@ type Sample struct {
 	Active   int     `json:"active"`
 	Joined   int     `json:"joined"`
 	Entrants int     `json:"entrants,omitempty"`
+	// Updates is how many stream updates the crowd had received by then
+	// (as its workers last reported, once a second).
+	Updates int64 `json:"updates,omitempty"`
 }
 
 // Percentiles summarise a distribution.
@@ -152,14 +155,15 @@ type worker struct {
 	lines    chan line
 	wait     func() error
 	mu       sync.Mutex
-	count    int // users joined so far
-	admitted int // users admitted so far
+	count    int   // users joined so far
+	admitted int   // users admitted so far
+	updates  int64 // stream updates received so far
 }
 
 // progress records a worker's progress line.
 func (w *worker) progress(l line) {
 	w.mu.Lock()
-	w.count, w.admitted = l.Count, l.Admit
+	w.count, w.admitted, w.updates = l.Count, l.Admit, l.Upd
 	w.mu.Unlock()
 }
 
@@ -283,6 +287,15 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		}
 		return t
 	}
+	updates := func() int64 {
+		var t int64
+		for _, w := range workers {
+			w.mu.Lock()
+			t += w.updates
+			w.mu.Unlock()
+		}
+		return t
+	}
 	admitted := func() int {
 		t := 0
 		for _, w := range workers {
@@ -335,7 +348,7 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			seriesMu.Lock()
 			rep.Capacity = st.Capacity
 			rep.MaxActive = max(rep.MaxActive, st.Active)
-			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined(), Entrants: st.Entrants})
+			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined(), Entrants: st.Entrants, Updates: updates()})
 			seriesMu.Unlock()
 		}
 	}()

@@ -107,6 +107,7 @@ type user struct {
 	// for progress reports.
 	admitted *atomic.Int64
 	busy     *atomic.Int64 // requests of this worker's users in flight
+	updates  *atomic.Int64 // stream updates this worker's users received
 	mu       sync.Mutex    // guards res and sess
 	res      UserResult
 	sess     waitroom.Session
@@ -284,6 +285,9 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	}
 	u.sess = s
 	u.res.Updates++
+	if u.updates != nil {
+		u.updates.Add(1)
+	}
 	// An entrant of a pre-queue has no position (0) until the draw.
 	if prev.Status == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && prev.Position > 0 && s.Position > prev.Position {
 		u.res.PosUps++

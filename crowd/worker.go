@@ -29,6 +29,7 @@ type line struct {
 	User  *UserResult `json:"user,omitempty"`
 	Count int         `json:"n,omitempty"` // joined so far (progress)
 	Admit int         `json:"a,omitempty"` // admitted so far (progress)
+	Upd   int64       `json:"u,omitempty"` // stream updates received so far (progress)
 }
 
 // Status codes in snapshots.
@@ -55,12 +56,12 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	var frozen atomic.Bool
 	cls := clients(cfg.Sources)
 	users := make([]*user, count)
-	var joined, admitted, busy atomic.Int64
+	var joined, admitted, busy, updates atomic.Int64
 	for i := range users {
 		n := first + i
 		users[i] = &user{
 			cfg: &cfg, n: n, client: cls[n%len(cls)],
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, admitted: &admitted, busy: &busy,
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(n))), frozen: &frozen, joined: &joined, admitted: &admitted, busy: &busy, updates: &updates,
 		}
 		users[i].target.Store(int64(n)) // users spread over the servers
 	}
@@ -97,7 +98,7 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				write(line{Kind: "progress", Count: int(joined.Load()), Admit: int(admitted.Load())})
+				write(line{Kind: "progress", Count: int(joined.Load()), Admit: int(admitted.Load()), Upd: updates.Load()})
 			}
 		}
 	}()
