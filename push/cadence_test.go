@@ -232,3 +232,11 @@ func TestReadNeverUndoesATell(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 	}
 }
+
+// TestReadsInBatches: a crowd is read in batches of Options.Batch.
+func TestReadsInBatches(t *testing.T) {
+	s, _, _, _ := line(t, 250, Options{Interval: 20 * time.Millisecond, Refresh: time.Hour, Batch: 100})
+	if b, n := s.batches.Load(), s.ids.Load(); n < 250 || b < 3 || n > 100*b {
+		t.Errorf("%d sessions read in %d calls, want 250 or more in calls of at most 100", n, b)
+	}
+}

@@ -38,6 +38,9 @@ type Options struct {
 	// ahead may have left the line, earns an update before Refresh is up
 	// (at most one a second). Default 0.1.
 	Step float64
+	// Batch is the most sessions read in one call to the store.
+	// Default 1000.
+	Batch int
 	// Fill, when set, completes a Session before it is compared and sent
 	// (the ETA estimator's Fill).
 	Fill func(s *waitroom.Session, now time.Time)
@@ -99,6 +102,9 @@ func New(store waitroom.Store, opt Options) *Hub {
 	}
 	if opt.Step <= 0 {
 		opt.Step = 0.1
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 1000
 	}
 	if opt.Clock == nil {
 		opt.Clock = waitroom.SystemClock{}
@@ -349,10 +355,8 @@ func (h *Hub) flush(r *room) {
 
 	var got []waitroom.Session
 	if len(ids) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
-		got, err = h.store.Sessions(ctx, r.name, ids)
-		cancel()
+		got, err = h.read(r.name, ids)
 		switch {
 		case err != nil && waitroom.ErrorCode(err) == waitroom.CodeRoomNotFound:
 			for _, w := range watchers {
@@ -410,6 +414,25 @@ func (h *Hub) flush(r *room) {
 	case len(r.watchers) == 0:
 		delete(h.rooms, r.name)
 	}
+}
+
+// read reads the sessions ids of room in batches of Options.Batch, so a
+// shared store (one Redis script per batch) is never held long by one
+// process's crowd.
+func (h *Hub) read(room string, ids []string) ([]waitroom.Session, error) {
+	out := make([]waitroom.Session, 0, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), h.opt.Batch)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got, err := h.store.Sessions(ctx, room, ids[:n])
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		ids = ids[n:]
+	}
+	return out, nil
 }
 
 // tick marks every watched room dirty once a second, so that watchers

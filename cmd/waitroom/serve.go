@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,6 +266,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger := newLogger(cfg.logFormat, stderr)
 	clock := waitroom.SystemClock{}
+	// A development aid, not a flag: WAITROOM_CPUPROFILE=file profiles the
+	// whole run, written at shutdown (for go tool pprof).
+	if path := getenv("WAITROOM_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 
 	store, err := openStore(ctx, cfg, logger)
 	if err != nil {
