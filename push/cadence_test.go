@@ -14,20 +14,7 @@ import (
 func line(t *testing.T, n int, opt Options) (*countingStore, *Hub, []waitroom.Session, []*Watch) {
 	t.Helper()
 	ctx := context.Background()
-	s := &countingStore{Store: memstore.New()}
-	cfg := waitroom.DefaultConfig()
-	cfg.Capacity = 0
-	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
-		t.Fatal(err)
-	}
-	var all []waitroom.Session
-	for range n {
-		x, err := s.Join(ctx, "r", "", t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, x)
-	}
+	s, all := waitingRoom(t, n)
 	h := New(s, opt)
 	t.Cleanup(h.Close)
 	var ws []*Watch

@@ -27,6 +27,15 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func setup(t *testing.T, n int) (*countingStore, *Hub, []waitroom.Session) {
 	t.Helper()
+	s, all := waitingRoom(t, n)
+	h := New(s, Options{Interval: 50 * time.Millisecond, Refresh: time.Hour})
+	t.Cleanup(h.Close)
+	return s, h, all
+}
+
+// waitingRoom is room "r" of capacity 0 with n sessions waiting in it.
+func waitingRoom(t *testing.T, n int) (*countingStore, []waitroom.Session) {
+	t.Helper()
 	ctx := context.Background()
 	s := &countingStore{Store: memstore.New()}
 	cfg := waitroom.DefaultConfig()
@@ -42,9 +51,7 @@ func setup(t *testing.T, n int) (*countingStore, *Hub, []waitroom.Session) {
 		}
 		all = append(all, x)
 	}
-	h := New(s, Options{Interval: 50 * time.Millisecond, Refresh: time.Hour})
-	t.Cleanup(h.Close)
-	return s, h, all
+	return s, all
 }
 
 // waitFor polls cond for up to 2s.
