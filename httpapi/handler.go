@@ -94,6 +94,8 @@ type server struct {
 	// durations is the request duration histogram; observers caches its
 	// series (see instrument.go).
 	durations *prometheus.HistogramVec
+	// streams counts the event streams (SSE and WebSocket) open now.
+	streams   atomic.Int64
 	obsMu     sync.Mutex
 	observers atomic.Pointer[map[obsKey]prometheus.Observer]
 }
@@ -133,6 +135,7 @@ func NewHandler(cfg Config) http.Handler {
 		}),
 		durations: requestDurations(cfg.Registry, cfg.Logger),
 	}
+	openStreams(cfg.Registry, cfg.Logger, &s.streams)
 	s.joins = &limit.Joins{
 		Rate:               cfg.JoinLimit,
 		Proxies:            cfg.TrustedProxies,

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,19 @@ func requestDurations(reg *prometheus.Registry, log *slog.Logger) *prometheus.Hi
 
 // observe records one request. The route is the matched pattern, so label
 // values stay few whatever paths clients send.
+// openStreams registers the gauge of open event streams (SSE and
+// WebSocket), which reads n.
+func openStreams(reg *prometheus.Registry, log *slog.Logger, n *atomic.Int64) {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "waitroom_event_streams_open",
+		Help: "Event streams (SSE and WebSocket) open now on this process.",
+	}, func() float64 { return float64(n.Load()) })
+	if err := reg.Register(g); err != nil {
+		// A second handler on one registry: the first one's gauge stays.
+		log.Warn("httpapi: registering the open streams gauge", "err", err)
+	}
+}
+
 func (s *server) observe(w *responseWriter, r *http.Request, start time.Time) {
 	route := r.Pattern
 	if route == "" {

@@ -31,6 +31,7 @@ type stream struct {
 	room, id string
 	watch    *push.Watch
 	presence time.Duration
+	closed   bool
 }
 
 // openStream validates the request and reads the session (which counts as
@@ -48,6 +49,7 @@ func (s *server) openStream(r *http.Request) (*stream, waitroom.Session, error) 
 	}
 	s.complete(&cur, now)
 	st := &stream{s: s, room: room, id: id, presence: maxPresenceTick}
+	s.streams.Add(1)
 	if s.presence > 0 {
 		st.presence = s.presence
 	} else if info, err := s.store.Room(r.Context(), room); err == nil && info.WaitingTimeout > 0 {
@@ -73,6 +75,11 @@ func (st *stream) touch(ctx context.Context) {
 // after the stream told it the session was admitted), the session's grace
 // period starts.
 func (st *stream) close(clientGone bool, last waitroom.Session) {
+	if st.closed {
+		return
+	}
+	st.closed = true
+	defer st.s.streams.Add(-1) // after Away: the stream is done
 	if st.watch != nil {
 		st.watch.Stop()
 	}
@@ -94,6 +101,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 	st, cur, err := s.openStream(r)
 	if err != nil {
 		return err
+	}
+	if s.hijackEvents(w, r, st, cur) {
+		return nil
 	}
 	ctx := r.Context()
 	rc := http.NewResponseController(w)

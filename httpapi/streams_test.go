@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/httpapi"
@@ -31,14 +32,16 @@ type streamEnv struct {
 	hub      *push.Hub
 	srv      *httptest.Server
 	inFlight atomic.Int32
+	reg      *prometheus.Registry
 }
 
 func newStreamEnv(t *testing.T, cfg waitroom.RoomConfig) *streamEnv {
 	t.Helper()
 	e := &streamEnv{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))}
 	e.hub = push.New(e.store, push.Options{Interval: 10 * time.Millisecond, Clock: e.clock})
+	e.reg = prometheus.NewRegistry()
 	h := httpapi.NewHandler(httpapi.Config{
-		Store: e.store, AdminToken: adminToken, Clock: e.clock, Hub: e.hub,
+		Store: e.store, AdminToken: adminToken, Clock: e.clock, Hub: e.hub, Registry: e.reg,
 		StreamHeartbeat: 50 * time.Millisecond, StreamPresence: 20 * time.Millisecond,
 	})
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,16 +69,33 @@ func (e *streamEnv) join() waitroom.Session {
 	return x
 }
 
-// waitIdle waits until no request is in flight (stream handlers returned).
+// waitIdle waits until no request is in flight and no event stream is
+// open (a hijacked stream outlives its handler).
 func (e *streamEnv) waitIdle() {
 	e.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for e.inFlight.Load() > 0 {
+	for e.inFlight.Load() > 0 || e.openStreams() > 0 {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d requests still in flight after 5s", e.inFlight.Load())
+			e.t.Fatalf("%d requests in flight and %d streams open after 5s", e.inFlight.Load(), e.openStreams())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// openStreams reads the server's gauge of open event streams.
+func (e *streamEnv) openStreams() int {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "waitroom_event_streams_open" {
+			return int(mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	e.t.Fatal("no waitroom_event_streams_open gauge")
+	return 0
 }
 
 // sseEvent is one parsed Server-Sent Event.

@@ -1,0 +1,104 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/push"
+)
+
+// TestHijackedStreamWire: over HTTP/1.1 an event stream is a close-delimited
+// response with the stream's headers and the middleware's, the retry hint
+// first, and events after; when the client hangs up, the server notices
+// (the open-streams gauge drops) without anything left to write.
+func TestHijackedStreamWire(t *testing.T) {
+	e := newStreamEnv(t, waitingRoom(0))
+	x := e.join()
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /v1/rooms/r/sessions/"+x.ID+"/events HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || !resp.Close ||
+		resp.ContentLength != -1 || len(resp.TransferEncoding) != 0 || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("head: %d %v, close %v, length %d, encoding %v", resp.StatusCode, resp.Header, resp.Close, resp.ContentLength, resp.TransferEncoding)
+	}
+	body := bufio.NewReader(resp.Body)
+	if l, _ := body.ReadString('\n'); l != "retry: 2000\n" {
+		t.Fatalf("first line %q, want the retry hint", l)
+	}
+	for _, want := range []string{"\n", "id: ", "event: session\n", "data: {"} {
+		l, err := body.ReadString('\n')
+		if err != nil || !strings.HasPrefix(l, want) {
+			t.Fatalf("line %q (%v), want one starting %q", l, err, want)
+		}
+	}
+	if n := e.openStreams(); n != 1 {
+		t.Fatalf("%d streams open, want 1", n)
+	}
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.openStreams() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not notice the client hang up within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStreamOverHTTP2: HTTP/2 cannot be hijacked; the stream is served
+// through net/http instead, with the same events.
+func TestStreamOverHTTP2(t *testing.T) {
+	store := memstore.New()
+	t.Cleanup(func() { store.Close() })
+	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	hub := push.New(store, push.Options{Interval: 10 * time.Millisecond, Clock: clock})
+	h := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub})
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(func() { hub.Close(); srv.Close() })
+	ctx := context.Background()
+	if _, _, err := store.PutRoom(ctx, "r", waitingRoom(0), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	x, err := store.Join(ctx, "r", "", clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Get(srv.URL + "/v1/rooms/r/sessions/" + x.ID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%s %d %v, want HTTP/2 200 text/event-stream", resp.Proto, resp.StatusCode, resp.Header)
+	}
+	br := bufio.NewReader(resp.Body)
+	for _, want := range []string{"retry: 2000\n", "\n", "id: ", "event: session\n", "data: {"} {
+		l, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(l, want) {
+			t.Fatalf("line %q (%v), want one starting %q", l, err, want)
+		}
+	}
+}
