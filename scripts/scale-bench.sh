@@ -9,6 +9,9 @@
 # update and the servers' memory per open stream.
 #
 #   USERS=100000 SERVERS=6 scripts/scale-bench.sh
+#   MODE=rate ...   admit ADMITS a second by the room's rate_per_minute, with
+#                   4×ADMITS slots, not by slots freed (a saturated machine
+#                   slows the people leaving, and so the slot cycle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 USERS=${USERS:-100000}
@@ -41,11 +44,18 @@ done
 list=$(IFS=,; echo "${targets[*]}")
 # The room is paused while the crowd arrives, so that the whole crowd holds
 # its streams at once; it opens once everyone is in line.
-room="{\"capacity\":$ADMITS,\"active_timeout\":\"1m\""
+if [[ ${MODE:-capacity} == rate ]]; then
+	# Admissions at a fixed rate, whatever the cycle of people leaving.
+	room="{\"capacity\":$(( ADMITS * 4 )),\"rate_per_minute\":$(( ADMITS * 60 )),\"active_timeout\":\"1m\""
+else
+	room="{\"capacity\":$ADMITS,\"active_timeout\":\"1m\""
+fi
 curl -sf -X PUT "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer T" -d "$room,\"paused\":true}" >/dev/null
 (
 	set +e
-	for _ in $(seq 3000); do
+	# Open once everyone is in line, or 20 s after the arrivals should
+	# have ended (some joins may have failed).
+	for _ in $(seq $(( (USERS / RATE + 20) * 2 ))); do
 		w=$(curl -sf "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer T" | python3 -c 'import json, sys; print(json.load(sys.stdin)["waiting"])' 2>/dev/null)
 		[[ $w =~ ^[0-9]+$ ]] && (( w >= USERS )) && break
 		sleep 0.5
