@@ -36,7 +36,9 @@ type stream struct {
 
 // openStream validates the request and reads the session (which counts as
 // presence), before anything is written, so errors are the usual JSON ones.
-func (s *server) openStream(r *http.Request) (*stream, waitroom.Session, error) {
+// With notify set, the watch calls it on every change instead of
+// signalling a channel (push.Hub.WatchFunc).
+func (s *server) openStream(r *http.Request, notify func()) (*stream, waitroom.Session, error) {
 	room, err := roomName(r)
 	if err != nil {
 		return nil, waitroom.Session{}, err
@@ -58,7 +60,11 @@ func (s *server) openStream(r *http.Request) (*stream, waitroom.Session, error) 
 		st.presence = min(max(info.WaitingTimeout.D()/3, minPresenceTick), maxPresenceTick)
 	}
 	if !cur.Status.Final() {
-		st.watch = s.hub.Watch(cur)
+		if notify != nil {
+			st.watch = s.hub.WatchFunc(cur, notify)
+		} else {
+			st.watch = s.hub.Watch(cur)
+		}
 	}
 	return st, cur, nil
 }
@@ -98,12 +104,25 @@ func (st *stream) close(clientGone bool, last waitroom.Session) {
 // then whenever the session's status, position, ETA or room totals change.
 // Event ids increase across reconnects: they continue above Last-Event-ID.
 func (s *server) events(w http.ResponseWriter, r *http.Request) error {
-	st, cur, err := s.openStream(r)
+	var hs *hijacked
+	var notify func()
+	if r.ProtoMajor == 1 {
+		hs = &hijacked{s: s}
+		notify = hs.kick
+	}
+	st, cur, err := s.openStream(r, notify)
 	if err != nil {
 		return err
 	}
-	if s.hijackEvents(w, r, st, cur) {
-		return nil
+	if hs != nil {
+		if hs.start(w, r, st, cur) {
+			return nil
+		}
+		// Not hijackable after all: a watch with a channel for the pump.
+		if st.watch != nil {
+			st.watch.Stop()
+			st.watch = s.hub.Watch(cur)
+		}
 	}
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
@@ -201,7 +220,7 @@ func lastEventID(v string) uint64 {
 // Cross-origin handshakes are refused (the browser's Origin must match the
 // Host), so another site cannot read a session through a visitor's browser.
 func (s *server) websocket(w http.ResponseWriter, r *http.Request) error {
-	st, cur, err := s.openStream(r)
+	st, cur, err := s.openStream(r, nil)
 	if err != nil {
 		return err
 	}

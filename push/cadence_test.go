@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +226,36 @@ func TestReadsInBatches(t *testing.T) {
 	s, _, _, _ := line(t, 250, Options{Interval: 20 * time.Millisecond, Refresh: time.Hour, Batch: 100})
 	if b, n := s.batches.Load(), s.ids.Load(); n < 250 || b < 3 || n > 100*b {
 		t.Errorf("%d sessions read in %d calls, want 250 or more in calls of at most 100", n, b)
+	}
+}
+
+// TestWatchFuncNotifies: a watch made with WatchFunc calls its notify on a
+// change instead of signalling C, and once more when it ends.
+func TestWatchFuncNotifies(t *testing.T) {
+	s, all := waitingRoom(t, 2)
+	h := New(s, Options{Interval: 10 * time.Millisecond, Refresh: time.Hour})
+	t.Cleanup(h.Close)
+	cur, err := s.Session(context.Background(), "r", all[1].ID, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	w := h.WatchFunc(cur, func() { calls.Add(1) })
+	if _, err := s.Leave(context.Background(), "r", all[0].ID, waitroom.ReasonLeft, t0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watcher is notified of its new position", func() bool {
+		got, _ := w.Latest()
+		return got.Position == 1 && calls.Load() >= 1
+	})
+	select {
+	case <-w.C():
+		t.Error("C was signalled; a WatchFunc watcher is only notified")
+	default:
+	}
+	before := calls.Load()
+	w.Stop()
+	if !w.Ended() || calls.Load() != before+1 {
+		t.Errorf("after Stop: ended %v, notify calls %d, want true and %d", w.Ended(), calls.Load(), before+1)
 	}
 }

@@ -87,6 +87,8 @@ type Watch struct {
 	// toldDone is the latest one handed over (both guarded by mu).
 	tells, toldDone uint64
 	turn            turn // guarded by Hub.mu
+	// notify, when set (WatchFunc), is called instead of signalling c.
+	notify func()
 }
 
 // New returns a hub following store. Close it to stop.
@@ -118,12 +120,26 @@ func New(store waitroom.Store, opt Options) *Hub {
 // Watch starts watching session id of room, given its current state (the
 // caller has just read it, which also counted as presence).
 func (h *Hub) Watch(current waitroom.Session) *Watch {
-	w := &Watch{Room: current.Room, ID: current.ID, hub: h, c: make(chan struct{}, 1), latest: current, version: 1}
+	return h.watch(current, nil)
+}
+
+// WatchFunc is Watch for a watcher with no goroutine of its own waiting on
+// C: notify is called (quickly, without blocking; it must not call back
+// into the watch) whenever Latest has a new value or the watch ends.
+func (h *Hub) WatchFunc(current waitroom.Session, notify func()) *Watch {
+	return h.watch(current, notify)
+}
+
+func (h *Hub) watch(current waitroom.Session, notify func()) *Watch {
+	w := &Watch{Room: current.Room, ID: current.ID, hub: h, c: make(chan struct{}, 1), latest: current, version: 1, notify: notify}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		w.closed = true
 		close(w.c)
+		if notify != nil {
+			notify()
+		}
 		return w
 	}
 	r := h.rooms[w.Room]
@@ -150,6 +166,14 @@ func (w *Watch) Latest() (waitroom.Session, uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.latest, w.version
+}
+
+// Ended reports whether the watch has ended (the hub closed, the room is
+// gone, or Stop was called).
+func (w *Watch) Ended() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // Stop ends the watch.
@@ -189,6 +213,9 @@ func (w *Watch) close() {
 	if !w.closed {
 		w.closed = true
 		close(w.c)
+		if w.notify != nil {
+			w.notify()
+		}
 	}
 }
 
@@ -202,6 +229,10 @@ func (w *Watch) offer(s waitroom.Session, exact bool) {
 	}
 	w.latest = s
 	w.version++
+	if w.notify != nil {
+		w.notify()
+		return
+	}
 	select {
 	case w.c <- struct{}{}:
 	default: // already signalled: the client will read the latest value
@@ -286,6 +317,10 @@ func (w *Watch) offerTold(s waitroom.Session, seq uint64) {
 	}
 	w.latest = s
 	w.version++
+	if w.notify != nil {
+		w.notify()
+		return
+	}
 	select {
 	case w.c <- struct{}{}:
 	default:
