@@ -227,6 +227,11 @@ func (w *Watch) offer(s waitroom.Session, exact bool) {
 	if w.closed || same(w.latest, s, exact) {
 		return
 	}
+	w.setLocked(s)
+}
+
+// setLocked makes s the latest value and tells the watcher. w.mu is held.
+func (w *Watch) setLocked(s waitroom.Session) {
 	w.latest = s
 	w.version++
 	if w.notify != nil {
@@ -315,16 +320,7 @@ func (w *Watch) offerTold(s waitroom.Session, seq uint64) {
 	if same(w.latest, s, true) {
 		return
 	}
-	w.latest = s
-	w.version++
-	if w.notify != nil {
-		w.notify()
-		return
-	}
-	select {
-	case w.c <- struct{}{}:
-	default:
-	}
+	w.setLocked(s)
 }
 
 // tellCount is how many status changes were told to w so far.
