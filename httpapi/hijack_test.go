@@ -102,3 +102,35 @@ func TestStreamOverHTTP2(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamHead: HEAD on the events endpoint answers the stream's head
+// with no body and holds nothing open.
+func TestStreamHead(t *testing.T) {
+	e := newStreamEnv(t, waitingRoom(0))
+	x := e.join()
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "HEAD /v1/rooms/r/sessions/"+x.ID+"/events HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "HEAD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("HEAD: %d %v, want 200 text/event-stream", resp.StatusCode, resp.Header)
+	}
+	// Nothing may follow the head: no event, no retry hint.
+	_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if b, _ := br.Peek(1); len(b) > 0 {
+		rest, _ := br.Peek(br.Buffered())
+		t.Fatalf("bytes after the head of a HEAD answer: %q", rest)
+	}
+	e.waitIdle()
+}

@@ -104,6 +104,19 @@ func (st *stream) close(clientGone bool, last waitroom.Session) {
 // then whenever the session's status, position, ETA or room totals change.
 // Event ids increase across reconnects: they continue above Last-Event-ID.
 func (s *server) events(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodHead {
+		// The mux serves HEAD with GET's handler: check the session, answer
+		// the stream's head, and hold nothing open.
+		st, cur, err := s.openStream(r, nil)
+		if err != nil {
+			return err
+		}
+		st.close(false, cur)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	var hs *hijacked
 	var notify func()
 	if r.ProtoMajor == 1 {
