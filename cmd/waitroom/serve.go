@@ -29,6 +29,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/clientaddr"
+	"github.com/waitroom/waitroom/connlimit"
 	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/httpapi"
@@ -73,6 +74,8 @@ type serveConfig struct {
 	// onStoreDown and failOpenAfter are the outage policy (package outage).
 	onStoreDown   string
 	failOpenAfter string
+	// maxConns caps open connections (package connlimit).
+	maxConns string
 	// The live-update cadence (package push).
 	pushRefresh string
 	pushFront   string
@@ -110,6 +113,7 @@ func (c *serveConfig) flags() []serveFlag {
 		{"templates", "WAITROOM_TEMPLATES", "", "`folder` of waiting-page templates: page.html for every room, <room>.html for one\n(html/template; see the README's \"Waiting page\" section)", &c.templates, nil},
 		{"on-store-down", "WAITROOM_ON_STORE_DOWN", "closed", "`policy` while the store (Redis) is unreachable: closed keeps everyone in line\n(pages say the line is paused; the API answers 503), open sends visitors on to\nthe room's target once it has been down for --fail-open-after", &c.onStoreDown, nil},
 		{"fail-open-after", "WAITROOM_FAIL_OPEN_AFTER", "10s", "how long the store must be unreachable before --on-store-down open lets\nvisitors through (a Go `duration`)", &c.failOpenAfter, nil},
+		{"max-connections", "WAITROOM_MAX_CONNECTIONS", "auto", "most `connections` open at once; over it a new one is answered 503 unavailable\nand closed; auto: the open-file limit less 256 (kept for the store and logs); 0: no cap", &c.maxConns, nil},
 		{"push-refresh", "WAITROOM_PUSH_REFRESH", "5s", "longest a live page away from the front of the line goes without a fresh\nposition and ETA (a Go `duration`; see the README's \"Live updates\")", &c.pushRefresh, nil},
 		{"push-front", "WAITROOM_PUSH_FRONT", "100", "how many `people` at the front of a line are told every change at once", &c.pushFront, nil},
 		{"join-limit", "WAITROOM_JOIN_LIMIT", "120", "most joins a `minute` per client address (bursts of as many; IPv6 per /64);\nover it a join answers 429 with Retry-After; 0 turns the limit off", &c.joinLimit, nil},
@@ -190,6 +194,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if _, err := outage.ParsePolicy(c.onStoreDown); err != nil {
 		return c, badUsage(fs, "--on-store-down must be closed or open, not %q", c.onStoreDown)
+	}
+	if _, err := maxConnections(c.maxConns); err != nil {
+		return c, badUsage(fs, "%v", err)
 	}
 	if d, err := time.ParseDuration(c.pushRefresh); err != nil || d < 100*time.Millisecond || d > time.Hour {
 		return c, badUsage(fs, "--push-refresh must be a duration from 100ms to 1h such as 5s, not %q", c.pushRefresh)
@@ -466,6 +473,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
 	}
+	if n, _ := maxConnections(cfg.maxConns); n > 0 { // checked by parseServe
+		capped := connlimit.New(ln, n)
+		ln = capped
+		refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "waitroom_connections_refused_total",
+			Help: "Connections answered 503 and closed because --max-connections were open.",
+		}, func() float64 { return float64(capped.Refused()) })
+		if err := reg.Register(refused); err != nil {
+			return fmt.Errorf("register connection metrics: %w", err)
+		}
+		logger.Info("connections capped", "max", n)
+	}
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
 	if cfg.demo {
 		base := "http://" + browsable(ln.Addr())
@@ -508,6 +527,18 @@ func newHTTPServer(ctx context.Context, handler http.Handler, logger *slog.Logge
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+}
+
+// maxConnections reads --max-connections: auto, 0 (no cap) or a count.
+func maxConnections(v string) (int, error) {
+	if v == "auto" {
+		return connlimit.Auto(), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 100_000_000 {
+		return 0, fmt.Errorf("--max-connections must be auto, 0 or a whole number of connections, not %q", v)
+	}
+	return n, nil
 }
 
 // browsable turns a listening address into a host:port a browser can open:

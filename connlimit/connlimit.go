@@ -1,0 +1,114 @@
+// Package connlimit caps how many connections a server holds at once. Over
+// the cap, a new connection is answered at once with the API's 503 JSON
+// error and closed, rather than accepted to fail later: a process that runs
+// out of file descriptors cannot open its own database files either, so a
+// flood of connections must never take the last ones.
+package connlimit
+
+import (
+	"encoding/json"
+
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Listener wraps a net.Listener so that at most Max connections it
+// accepted are open at once.
+type Listener struct {
+	net.Listener
+	max     int64
+	open    atomic.Int64
+	refused atomic.Int64
+}
+
+// New caps ln at max open connections; max must be at least 1.
+func New(ln net.Listener, max int) *Listener {
+	return &Listener{Listener: ln, max: int64(max)}
+}
+
+// full is the answer to a connection over the cap: an HTTP/1.1 503 with the
+// API's error shape, then the connection closes.
+var full = func() []byte {
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{
+		"code":    "unavailable",
+		"message": "This server holds as many connections as it can; try again shortly.",
+	}})
+	head := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\nContent-Length: "
+	return append([]byte(head+itoa(len(body)+1)+"\r\n\r\n"), append(body, '\n')...)
+}()
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// Accept returns the next connection under the cap; connections over it
+// are answered and closed here, in the background.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &conn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		l.refused.Add(1)
+		go refuse(c)
+	}
+}
+
+// refuse answers c with the 503 and closes it, within a second.
+func refuse(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(full)
+	if tc, ok := c.(*net.TCPConn); ok {
+		// Let the client read the answer before the connection goes: a
+		// close with its request unread would reset it.
+		_ = tc.CloseWrite()
+		var b [512]byte
+		for {
+			if _, err := c.Read(b[:]); err != nil {
+				break
+			}
+		}
+	}
+	_ = c.Close()
+}
+
+// Open is how many accepted connections are open now.
+func (l *Listener) Open() int64 { return l.open.Load() }
+
+// Refused is how many connections were answered 503 for being over the cap.
+func (l *Listener) Refused() int64 { return l.refused.Load() }
+
+// conn gives its slot back when closed, once, however it is closed
+// (net/http, or a hijacker).
+type conn struct {
+	net.Conn
+	l    *Listener
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}
+
+// Reserve is how many files Auto leaves to the process itself: its
+// database and journal, Redis connections, logs, the listener.
+const Reserve = 256
+
+// Auto is the default cap for a process: its open-file limit less Reserve,
+// or 0 (no cap) when the limit is unknown or too small to leave a reserve.
+func Auto() int {
+	n := FileLimit()
+	if n <= 2*Reserve {
+		return 0
+	}
+	return n - Reserve
+}
