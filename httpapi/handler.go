@@ -48,6 +48,11 @@ type Config struct {
 	// estimated wait (the eta.Estimator's Fill), an active one with its pass
 	// (the gate's). The hub given by the server should use the same Fill.
 	Fill func(s *waitroom.Session, now time.Time)
+	// MaxStreams, when positive, is the most event streams (SSE and
+	// WebSocket) open at once; over it a new stream is refused with 503
+	// unavailable, so that short requests (joins, leaves, polls) still find
+	// connections when streams hold nearly all a process can have.
+	MaxStreams int
 	// StreamHeartbeat is how often an idle event stream gets a keep-alive
 	// (an SSE comment or a WebSocket ping); default 15s.
 	StreamHeartbeat time.Duration
@@ -94,10 +99,12 @@ type server struct {
 	// durations is the request duration histogram; observers caches its
 	// series (see instrument.go).
 	durations *prometheus.HistogramVec
-	// streams counts the event streams (SSE and WebSocket) open now.
-	streams   atomic.Int64
-	obsMu     sync.Mutex
-	observers atomic.Pointer[map[obsKey]prometheus.Observer]
+	// streams counts the event streams (SSE and WebSocket) open now;
+	// maxStreams caps it (0: no cap).
+	streams    atomic.Int64
+	maxStreams int64
+	obsMu      sync.Mutex
+	observers  atomic.Pointer[map[obsKey]prometheus.Observer]
 }
 
 // NewHandler returns the handler of the whole API. It panics if cfg.Store is
@@ -119,15 +126,16 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
-		hub:      cfg.Hub,
-		fill:     cfg.Fill,
-		beat:     cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
-		presence: cfg.StreamPresence,
-		store:    cfg.Store,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		admin:    newAdminToken(cfg.AdminToken),
-		mux:      http.NewServeMux(),
+		hub:        cfg.Hub,
+		fill:       cfg.Fill,
+		beat:       cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
+		maxStreams: int64(max(cfg.MaxStreams, 0)),
+		presence:   cfg.StreamPresence,
+		store:      cfg.Store,
+		clock:      cfg.Clock,
+		log:        cfg.Logger,
+		admin:      newAdminToken(cfg.AdminToken),
+		mux:        http.NewServeMux(),
 		metrics: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			// One failing collector must not hide every other metric.
 			ErrorHandling: promhttp.ContinueOnError,

@@ -134,3 +134,49 @@ func TestStreamHead(t *testing.T) {
 	}
 	e.waitIdle()
 }
+
+// TestMaxStreams: over Config.MaxStreams a new stream is refused with 503
+// unavailable, and a slot freed by a closed stream is taken again.
+func TestMaxStreams(t *testing.T) {
+	store := memstore.New()
+	t.Cleanup(func() { store.Close() })
+	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	hub := push.New(store, push.Options{Interval: 10 * time.Millisecond, Clock: clock})
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub, MaxStreams: 1}))
+	t.Cleanup(func() { hub.Close(); srv.Close() })
+	ctx := context.Background()
+	if _, _, err := store.PutRoom(ctx, "r", waitingRoom(0), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := store.Join(ctx, "r", "", clock.Now())
+	b, _ := store.Join(ctx, "r", "", clock.Now())
+	first, err := http.Get(srv.URL + "/v1/rooms/r/sessions/" + a.ID + "/events")
+	if err != nil || first.StatusCode != 200 {
+		t.Fatalf("first stream: %v %v", err, first)
+	}
+	second, err := http.Get(srv.URL + "/v1/rooms/r/sessions/" + b.ID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	if second.StatusCode != 503 || !strings.Contains(string(body), `"unavailable"`) {
+		t.Fatalf("second stream: %d %s, want 503 unavailable", second.StatusCode, body)
+	}
+	first.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		again, err := http.Get(srv.URL + "/v1/rooms/r/sessions/" + b.ID + "/events")
+		if err == nil && again.StatusCode == 200 {
+			again.Body.Close()
+			break
+		}
+		if err == nil {
+			again.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no stream opened within 5s of the first one closing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

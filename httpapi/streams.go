@@ -43,6 +43,10 @@ func (s *server) openStream(r *http.Request, notify func()) (*stream, waitroom.S
 	if err != nil {
 		return nil, waitroom.Session{}, err
 	}
+	if s.maxStreams > 0 && s.streams.Load() >= s.maxStreams {
+		return nil, waitroom.Session{}, waitroom.Errorf(waitroom.CodeUnavailable,
+			"This server holds as many live streams as it can; poll the session (GET …/sessions/{id}) or try again shortly.")
+	}
 	id := r.PathValue("id")
 	now := s.now()
 	cur, err := s.store.Session(r.Context(), room, id, now)

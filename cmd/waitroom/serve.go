@@ -398,6 +398,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		JoinLimit:          lim.rate,
 		TrustedProxies:     lim.proxies,
 		MaxSessionsPerRoom: lim.maxSessions,
+		MaxStreams:         maxStreams(cfg.maxConns),
 		MemoryGuard:        lim.memory,
 		Store:              store,
 		AdminToken:         token,
@@ -539,6 +540,16 @@ func maxConnections(v string) (int, error) {
 		return 0, fmt.Errorf("--max-connections must be auto, 0 or a whole number of connections, not %q", v)
 	}
 	return n, nil
+}
+
+// maxStreams is the cap on event streams under --max-connections: all but
+// a fiftieth (at least 32) of the connections, which short requests keep.
+func maxStreams(maxConns string) int {
+	n, _ := maxConnections(maxConns) // checked by parseServe
+	if n <= 0 {
+		return 0
+	}
+	return max(n-max(n/50, 32), 1)
 }
 
 // browsable turns a listening address into a host:port a browser can open:
