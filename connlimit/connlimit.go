@@ -6,6 +6,7 @@
 package connlimit
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"net"
@@ -18,10 +19,15 @@ import (
 // accepted are open at once.
 type Listener struct {
 	net.Listener
-	max     int64
-	open    atomic.Int64
-	refused atomic.Int64
+	max      int64
+	open     atomic.Int64
+	refused  atomic.Int64
+	refusing atomic.Int64 // refused connections being answered now
 }
+
+// maxRefusing bounds the refused connections answered at once; more are
+// closed unanswered, so that a flood cannot hold the files kept in reserve.
+const maxRefusing = 64
 
 // New caps ln at max open connections; max must be at least 1.
 func New(ln net.Listener, max int) *Listener {
@@ -57,27 +63,53 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		l.open.Add(-1)
 		l.refused.Add(1)
-		go refuse(c)
+		if l.refusing.Add(1) > maxRefusing {
+			// A flood: answering would hold files of the reserve.
+			l.refusing.Add(-1)
+			_ = c.Close()
+			continue
+		}
+		go func() {
+			defer l.refusing.Add(-1)
+			refuse(c)
+		}()
 	}
 }
 
-// refuse answers c with the 503 and closes it, within a second.
+// refuse answers c with the 503 and closes it, within refuseTimeout. It
+// reads the request's head first: an answer sent before the request is
+// one an HTTP client drops as unsolicited.
 func refuse(c net.Conn) {
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write(full)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(refuseTimeout))
+	var buf [4096]byte
+	n := 0
+	for n < len(buf) && !bytes.Contains(buf[:n], []byte("\r\n\r\n")) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if err != nil {
+			return // gone, or silent past the deadline: nothing to answer
+		}
+	}
+	if _, err := c.Write(full); err != nil {
+		return
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		// Let the client read the answer before the connection goes: a
-		// close with its request unread would reset it.
+		// close with its request body unread would reset it.
 		_ = tc.CloseWrite()
-		var b [512]byte
 		for {
-			if _, err := c.Read(b[:]); err != nil {
-				break
+			if _, err := c.Read(buf[:]); err != nil {
+				return
 			}
 		}
 	}
-	_ = c.Close()
 }
+
+// refuseTimeout bounds the answer to a refused connection: long enough for
+// a busy machine to write it, short enough that a client holding the
+// connection open does not keep a goroutine and a file for long.
+const refuseTimeout = 5 * time.Second
 
 // Open is how many accepted connections are open now.
 func (l *Listener) Open() int64 { return l.open.Load() }

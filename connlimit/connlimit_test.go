@@ -100,3 +100,60 @@ func TestCloseOnce(t *testing.T) {
 		t.Errorf("open %d after two closes, want 0", l.Open())
 	}
 }
+
+// TestFloodIsClosedUnanswered: past maxRefusing refusals in flight (silent
+// clients), more connections over the cap are closed at once, unanswered,
+// so a flood cannot hold the reserve's files.
+func TestFloodIsClosedUnanswered(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(raw, 1)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	addr := raw.Addr().String()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 1 + maxRefusing + 10 { // one accepted, then silent ones over the cap
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Refused() < maxRefusing+10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused %d, want %d", l.Refused(), maxRefusing+10)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := l.refusing.Load(); n > maxRefusing {
+		t.Errorf("%d refusals in flight, want at most %d", n, maxRefusing)
+	}
+	// The last ones were closed unanswered: a read sees the end at once.
+	last := held[len(held)-1]
+	_ = last.SetReadDeadline(time.Now().Add(3 * time.Second))
+	var b [1]byte
+	if _, err := last.Read(b[:]); err == nil || isTimeout(err) {
+		t.Errorf("a connection past the flood bound: read %v, want it closed", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
