@@ -23,22 +23,7 @@ import (
 // (the open-streams gauge drops) without anything left to write.
 func TestHijackedStreamWire(t *testing.T) {
 	e := newStreamEnv(t, waitingRoom(0))
-	x := e.join()
-	addr := strings.TrimPrefix(e.srv.URL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /v1/rooms/r/sessions/"+x.ID+"/events HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, _, resp := rawStream(t, e, "GET", e.join().ID)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || !resp.Close ||
 		resp.ContentLength != -1 || len(resp.TransferEncoding) != 0 || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("head: %d %v, close %v, length %d, encoding %v", resp.StatusCode, resp.Header, resp.Close, resp.ContentLength, resp.TransferEncoding)
@@ -64,6 +49,28 @@ func TestHijackedStreamWire(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// rawStream sends method for session id's event stream over a raw
+// connection and reads the answer's head; the caller closes conn.
+func rawStream(t *testing.T, e *streamEnv, method, id string) (net.Conn, *bufio.Reader, *http.Response) {
+	t.Helper()
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, method+" /v1/rooms/r/sessions/"+id+"/events HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, br, resp
 }
 
 // TestStreamOverHTTP2: HTTP/2 cannot be hijacked; the stream is served
@@ -107,22 +114,7 @@ func TestStreamOverHTTP2(t *testing.T) {
 // with no body and holds nothing open.
 func TestStreamHead(t *testing.T) {
 	e := newStreamEnv(t, waitingRoom(0))
-	x := e.join()
-	addr := strings.TrimPrefix(e.srv.URL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "HEAD /v1/rooms/r/sessions/"+x.ID+"/events HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, &http.Request{Method: "HEAD"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, br, resp := rawStream(t, e, "HEAD", e.join().ID)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("HEAD: %d %v, want 200 text/event-stream", resp.StatusCode, resp.Header)
 	}
