@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -93,6 +94,16 @@ type Session struct {
 	Stocked   bool
 	Remaining int64
 	Unit      bool
+	// Place orders a session an operator moved (QueueAll, Front): moves
+	// give negative places, each smaller than every place given before, so
+	// a moved session waits ahead of every ticket, the latest move first.
+	// The line is moved sessions by Place, then the rest by Ticket. 0 for a
+	// session never moved. An admitted session keeps its Place; an ended
+	// one reports 0, as it does Extended.
+	Place int64
+	// Extended is how much longer than max_session an operator let this
+	// session stay active (Store.Extend).
+	Extended time.Duration
 	// Pass is the signed pass of an active session (a JWT the gate and the
 	// protected app check offline). Stores never set it: the server fills it
 	// in on the way out, so it is empty in anything a store returns.
@@ -174,6 +185,14 @@ func (s Session) AppendJSON(b []byte) []byte {
 		b = appendTime(b, `,"opens_at":"`, s.OpensAt)
 		b = append(b, `,"entrants":`...)
 		b = strconv.AppendInt(b, int64(s.Entrants), 10)
+	}
+	if s.Place != 0 {
+		b = append(b, `,"place":`...)
+		b = strconv.AppendInt(b, s.Place, 10)
+	}
+	if s.Extended != 0 {
+		b = append(b, `,"extended":`...)
+		b = appendString(b, Duration(s.Extended).String())
 	}
 	b = appendTime(b, `,"joined_at":"`, s.JoinedAt)
 	b = appendTime(b, `,"admitted_at":"`, s.AdmittedAt)
@@ -302,6 +321,8 @@ type sessionJSON struct {
 	Entrants   int        `json:"entrants,omitempty"`
 	Remaining  *int64     `json:"remaining,omitempty"`
 	Unit       bool       `json:"unit,omitempty"`
+	Place      int64      `json:"place,omitempty"`
+	Extended   Duration   `json:"extended,omitempty"`
 }
 
 // UnmarshalJSON reads the API's Session object.
@@ -314,6 +335,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
 		EndReason: w.EndReason, Pass: w.Pass, Entry: w.Entry, Entrants: w.Entrants, Unit: w.Unit,
+		Place: w.Place, Extended: w.Extended.D(),
 	}
 	if w.Remaining != nil {
 		s.Stocked, s.Remaining = true, *w.Remaining
@@ -392,6 +414,21 @@ func (id SessionID) String() string {
 // Matches reports in constant time whether secret equals id's secret.
 func (id SessionID) Matches(secret [16]byte) bool {
 	return subtle.ConstantTimeCompare(id.Secret[:], secret[:]) == 1
+}
+
+// TicketOfIDPrefix returns the ticket a session id starting with prefix
+// has: the first 11 characters of an id hold its ticket. ok is false for a
+// prefix too short or not the start of a ticketed id (an entrant's id
+// before its draw holds an entry number instead).
+func TicketOfIDPrefix(prefix string) (ticket int64, ok bool) {
+	if len(prefix) < 11 || len(prefix) > SessionIDLen {
+		return 0, false
+	}
+	id, err := ParseSessionID(prefix + strings.Repeat("A", SessionIDLen-len(prefix)))
+	if err != nil || id.Ticket == 0 {
+		return 0, false
+	}
+	return id.Ticket, true
 }
 
 // ParseSessionID parses the string form of a session id. Anything that cannot

@@ -140,6 +140,32 @@ type Store interface {
 	// CodeNotFound.
 	Draw(ctx context.Context, room string) (DrawRecord, error)
 
+	// QueueAll pauses the room and sends every active session back to the
+	// line ahead of everyone waiting, in ticket order (queue-all for
+	// maintenance): each becomes waiting again with a Place (see Session),
+	// its reserved unit, if any, given back. Resuming admits them first. It
+	// returns the room after it and the sessions it moved, in line order.
+	// The change is one config event (Paused) carrying their Changes.
+	QueueAll(ctx context.Context, room string, now time.Time) (Room, []Session, error)
+
+	// Front moves waiting session id to the front of the line (position 1),
+	// for an operator restoring a place lost by a mistake. A session that is
+	// not waiting (active, ended, or in a pre-queue before the draw) fails
+	// with CodeInvalidRequest.
+	Front(ctx context.Context, room, id string, now time.Time) (Session, error)
+
+	// Extend lets active session id stay by longer: its max_session
+	// deadline moves by later (Session.Extended accumulates) and its idle
+	// timer restarts, as with Heartbeat. by is in [1ms, MaxDuration]; a
+	// session that is not active fails with CodeInvalidRequest.
+	Extend(ctx context.Context, room, id string, by time.Duration, now time.Time) (Session, error)
+
+	// Lookup finds a session for an operator, without its secret: by ticket
+	// (a live session, or an ended one still in the history) when ticket is
+	// positive, else the live session of key. It is not presence.
+	// CodeSessionNotFound when there is none.
+	Lookup(ctx context.Context, room string, ticket int64, key string) (Session, error)
+
 	// Subscribe calls fn with every event of this store, after the change
 	// is durable, until cancel is called. fn runs on the goroutine that made
 	// the change and must not block or call back into the store.

@@ -131,6 +131,7 @@ type Gate struct {
 
 	mu        sync.RWMutex
 	ended     map[string]time.Time // session id → when it can be forgotten
+	requeued  map[string]requeue   // session id → when an operator sent it back to the line
 	roomsDead map[string]time.Time // room → deleted at (passes issued before refused)
 	rooms     map[string]roomInfo
 	passes    map[string]issued    // session id → last pass signed
@@ -191,6 +192,7 @@ func New(cfg Config) (*Gate, error) {
 		joins:     cfg.Joins,
 		failOpen:  cfg.FailOpen,
 		ended:     map[string]time.Time{},
+		requeued:  map[string]requeue{},
 		roomsDead: map[string]time.Time{},
 		rooms:     map[string]roomInfo{},
 		passes:    map[string]issued{},
@@ -297,6 +299,15 @@ func (g *Gate) onEvent(ev waitroom.Event) {
 	}
 	forget := now.Add(g.maxTTL + 2*Leeway)
 	for _, c := range ev.Changes {
+		if c.From == waitroom.StatusActive && c.Session.Status == waitroom.StatusWaiting {
+			// Sent back to the line (queue-all): passes of its admissions
+			// until now are refused; a later admission's are not.
+			if len(g.requeued) < maxEnded {
+				g.requeued[c.Session.ID] = requeue{at: ev.At, forget: forget}
+			}
+			delete(g.passes, c.Session.ID)
+			continue
+		}
 		// Only an active session can hold a pass.
 		if !c.Session.Status.Final() || c.From != waitroom.StatusActive {
 			continue
@@ -312,6 +323,13 @@ func (g *Gate) onEvent(ev waitroom.Event) {
 		delete(g.passes, c.Session.ID)
 		delete(g.beats, c.Session.ID)
 	}
+}
+
+// requeue is a session an operator sent back to the line: passes of
+// admissions at or before at are refused until forget, when every pass
+// signed before at has expired.
+type requeue struct {
+	at, forget time.Time
 }
 
 // markEnded records that a session ended (learned from the store rather
@@ -332,6 +350,9 @@ func (g *Gate) isEnded(c Claims) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if _, ok := g.ended[c.Session]; ok {
+		return true
+	}
+	if q, ok := g.requeued[c.Session]; ok && !c.AdmittedAt.After(q.at) {
 		return true
 	}
 	if at, ok := g.roomsDead[c.Room]; ok && !c.IssuedAt.After(at) {
@@ -609,6 +630,11 @@ func (g *Gate) prune(now time.Time) {
 	for id, until := range g.ended {
 		if now.After(until) {
 			delete(g.ended, id)
+		}
+	}
+	for id, q := range g.requeued {
+		if now.After(q.forget) {
+			delete(g.requeued, id)
 		}
 	}
 	for room, at := range g.roomsDead {

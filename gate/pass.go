@@ -32,12 +32,19 @@ type Claims struct {
 	Ticket int64
 	// IssuedAt and Expires bound the pass's life.
 	IssuedAt, Expires time.Time
+	// AdmittedAt is when the session was admitted (to the millisecond), so
+	// that a pass of an admission an operator took back (queue-all) is
+	// refused while one of its later admission is not. Zero in passes
+	// signed before it was added.
+	AdmittedAt time.Time
 }
 
 // passClaims is the JWT body: the registered claims and the ticket.
 type passClaims struct {
 	jwt.RegisteredClaims
 	Ticket int64 `json:"tkt,omitempty"`
+	// Admitted is the admission time in Unix milliseconds.
+	Admitted int64 `json:"adm,omitempty"`
 }
 
 // ErrInvalidPass is returned (wrapped) for any pass that does not verify:
@@ -59,6 +66,9 @@ func signPass(ks *KeySet, issuer string, s waitroom.Session, now, exp time.Time)
 			IssuedAt:  jwt.NewNumericDate(now),
 		},
 		Ticket: s.Ticket,
+	}
+	if !s.AdmittedAt.IsZero() {
+		c.Admitted = s.AdmittedAt.UnixMilli()
 	}
 	return ks.sign(c)
 }
@@ -96,13 +106,17 @@ func Verify(ks *KeySet, issuer, room, token string, now time.Time) (Claims, erro
 	if len(c.Audience) != 1 || c.IssuedAt == nil {
 		return Claims{}, fmt.Errorf("%w: want one audience and an issue time", ErrInvalidPass)
 	}
-	return Claims{
+	out := Claims{
 		Room:     room,
 		Session:  c.Subject,
 		Ticket:   c.Ticket,
 		IssuedAt: c.IssuedAt.Time,
 		Expires:  c.ExpiresAt.Time,
-	}, nil
+	}
+	if c.Admitted > 0 {
+		out.AdmittedAt = time.UnixMilli(c.Admitted).UTC()
+	}
+	return out, nil
 }
 
 // String describes the claims for logs, without the session id (a secret).

@@ -195,7 +195,8 @@ func BenchmarkRank(b *testing.B) {
 	b.ResetTimer()
 	var sum int64
 	for b.Loop() {
-		sum += r.position(r.base + rng.Int64N(n))
+		t := r.base + rng.Int64N(n)
+		sum += r.position(t, r.wait.at(int(t-r.base)))
 	}
 	if sum == 0 {
 		b.Fatal("no positions")

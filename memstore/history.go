@@ -88,3 +88,12 @@ func histKey(s waitroom.Session) int64 {
 	id, _ := waitroom.ParseSessionID(s.ID)
 	return -id.Entry
 }
+
+// findTicket returns the ended session with ticket t, if it is still kept.
+func (h *history) findTicket(t int64) (waitroom.Session, bool) {
+	seq, ok := h.index[t]
+	if !ok {
+		return waitroom.Session{}, false
+	}
+	return h.items[seq-h.first], true
+}

@@ -36,6 +36,7 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 		return fmt.Errorf("restore room %q: it is already loaded", name)
 	}
 	r := newRoom(name, cfg, lastTicket, s.keepHistory)
+	var moved []laneItem
 	t := r.clock(now)
 	r.fillBucket()
 	for _, x := range live {
@@ -43,10 +44,21 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 		if err != nil || (id.Ticket != x.Ticket && (id.Entry == 0 || id.Ticket != 0)) {
 			return fmt.Errorf("restore room %q: session %d has a bad id", name, x.Ticket)
 		}
-		p := rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: t}
-		switch x.Status {
-		case waitroom.StatusWaiting:
-			if r.nWaiting == 0 {
+		p := rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: t, place: x.Place, extra: x.Extended.Milliseconds()}
+		if x.Place > 0 {
+			return fmt.Errorf("restore room %q: session %d has place %d, want 0 or negative", name, x.Ticket, x.Place)
+		}
+		r.front = min(r.front, x.Place)
+		switch {
+		case x.Status == waitroom.StatusWaiting && x.Place != 0:
+			p.status = stWaiting
+			q := new(rec)
+			*q = p
+			moved = append(moved, laneItem{place: x.Place, ticket: x.Ticket, rec: q})
+			r.nWaiting++
+			r.addKey(x.Ticket, q, x.Key)
+		case x.Status == waitroom.StatusWaiting:
+			if r.nLine == 0 {
 				r.base = x.Ticket
 			}
 			for r.base+int64(r.wait.len()) < x.Ticket {
@@ -57,8 +69,9 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			q := r.wait.push(p)
 			r.ranks.push(true)
 			r.nWaiting++
+			r.nLine++
 			r.addKey(x.Ticket, q, x.Key)
-		case waitroom.StatusActive:
+		case x.Status == waitroom.StatusActive:
 			p.status = stActive
 			p.admitted = ms(x.AdmittedAt)
 			if x.Unit && cfg.Inventory != nil {
@@ -73,8 +86,17 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			return fmt.Errorf("restore room %q: session %d has status %q, want waiting or active", name, x.Ticket, x.Status)
 		}
 	}
-	if r.nWaiting == 0 {
+	if r.nLine == 0 {
 		r.base = lastTicket + 1
+	}
+	// The lane runs from the largest place to the smallest.
+	slices.SortFunc(moved, func(a, b laneItem) int { return int(min(max(b.place-a.place, -1), 1)) })
+	for i, e := range moved {
+		if i > 0 && e.place == moved[i-1].place {
+			return fmt.Errorf("restore room %q: sessions %d and %d share place %d", name, moved[i-1].ticket, e.ticket, e.place)
+		}
+		r.lane.add(e.ticket, e.rec)
+		r.schedule(e.ticket, e.rec)
 	}
 	for i := range r.wait.len() {
 		if p := r.wait.at(i); p.status == stWaiting {

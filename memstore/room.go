@@ -26,6 +26,8 @@ type rec struct {
 	touch    int64 // last seen (waiting) or last active (active)
 	away     int64 // away until; 0 when present
 	sched    int64 // the time of this session's live heap entry; 0 when none
+	place    int64 // an operator's move (Session.Place); 0 when never moved
+	extra    int64 // ms an operator extended max_session by (Session.Extended)
 	status   uint8
 	hasKey   bool
 	unit     bool // active, holding a reserved unit of the room's inventory
@@ -45,15 +47,22 @@ type room struct {
 	lastTicket int64
 	lastNow    int64
 
-	// Waiting sessions: wait.at(i) holds ticket base+i. Slots of tickets
-	// that are no longer waiting are empty. head is the first slot that may
-	// hold a waiting session. When nobody waits the array is empty and
-	// base is the next ticket.
-	base     int64
-	wait     chunked[rec]
-	head     int
-	ranks    ranks
-	nWaiting int
+	// Waiting sessions never moved: wait.at(i) holds ticket base+i. Slots
+	// of tickets that are no longer waiting are empty. head is the first
+	// slot that may hold a waiting session. When none waits there the array
+	// is empty and base is the next ticket.
+	base  int64
+	wait  chunked[rec]
+	head  int
+	ranks ranks
+	// nWaiting counts every waiting session: nLine in the array and the
+	// lane's.
+	nWaiting, nLine int
+
+	// The lane holds the waiting sessions an operator moved (QueueAll,
+	// Front), ahead of the array, by place; front is the last place given.
+	lane  lane
+	front int64
 
 	active map[int64]*rec
 	keys   map[string]int64 // key → ticket of its live session
@@ -198,12 +207,18 @@ func (r *room) lookup(t int64) *rec {
 			return p
 		}
 	}
-	return r.active[t]
+	if p := r.active[t]; p != nil {
+		return p
+	}
+	return r.lane.rec(t)
 }
 
-// position returns the 1-based rank of the waiting session with ticket t.
-func (r *room) position(t int64) int64 {
-	return r.ranks.rank(int(t - r.base))
+// position returns the 1-based rank of waiting session p with ticket t.
+func (r *room) position(t int64, p *rec) int64 {
+	if p.place != 0 {
+		return r.lane.position(p.place)
+	}
+	return int64(r.lane.len()) + r.ranks.rank(int(t-r.base))
 }
 
 // deadline returns when p is due and why; 0 when it has no deadline.
@@ -221,7 +236,7 @@ func (r *room) deadline(p *rec) (int64, waitroom.Reason) {
 		}
 	} else {
 		if ms := r.cfg.MaxSession.D().Milliseconds(); ms > 0 {
-			consider(p.admitted+ms, waitroom.ReasonMaxSession)
+			consider(p.admitted+ms+p.extra, waitroom.ReasonMaxSession)
 		}
 		if it := r.cfg.ActiveTimeout.D().Milliseconds(); it > 0 {
 			consider(p.touch+it, waitroom.ReasonIdle)
@@ -318,8 +333,8 @@ func (r *room) canAdmit() bool {
 func (r *room) admit(now int64) int {
 	n := 0
 	for r.nWaiting > 0 && r.canAdmit() && r.takeToken(now) {
-		t := r.base + int64(r.head)
-		r.activate(t, r.wait.at(r.head), now)
+		t, p := r.first()
+		r.activate(t, p, now)
 		n++
 	}
 	return n
@@ -338,12 +353,24 @@ func (r *room) activate(t int64, p *rec, now int64) {
 	r.active[t] = a
 	r.schedule(t, a)
 	r.record(t, a, waitroom.StatusWaiting)
-	r.count(t)
+	r.count(t, a.place != 0)
 }
 
-// count records the admission (or service) of ticket t.
-func (r *room) count(t int64) {
+// first returns the first session in line; someone must wait.
+func (r *room) first() (int64, *rec) {
+	if t, p := r.lane.first(); p != nil {
+		return t, p
+	}
+	return r.base + int64(r.head), r.wait.at(r.head)
+}
+
+// count records the admission (or service) of ticket t. A session an
+// operator moved is counted but is no inversion: it was placed on purpose.
+func (r *room) count(t int64, moved bool) {
 	r.admissions++
+	if moved {
+		return
+	}
 	if t < r.maxAdmitted {
 		r.inversions++
 	}
@@ -353,11 +380,21 @@ func (r *room) count(t int64) {
 // unwait empties waiting slot p of ticket t and keeps head, counts and the
 // array tidy.
 func (r *room) unwait(t int64, p *rec) {
+	r.nWaiting--
+	if p.place != 0 {
+		r.lane.remove(t, p.place)
+		return
+	}
+	r.unslot(t, p)
+}
+
+// unslot empties the array slot p of ticket t, without counting.
+func (r *room) unslot(t int64, p *rec) {
 	i := int(t - r.base)
 	*p = rec{}
 	r.ranks.set(i, false)
-	r.nWaiting--
-	if r.nWaiting == 0 {
+	r.nLine--
+	if r.nLine == 0 {
 		r.resetWaiting()
 		return
 	}
@@ -462,6 +499,8 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 		Ticket:     t,
 		JoinedAt:   tm(p.joined),
 		AdmittedAt: tm(p.admitted),
+		Place:      p.place,
+		Extended:   time.Duration(p.extra) * time.Millisecond,
 	}
 	if p.hasKey {
 		s.Key = r.keyOf[t]
@@ -471,7 +510,7 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 	if p.status == stWaiting {
 		s.Status = waitroom.StatusWaiting
 		if pos {
-			s.Position = r.position(t)
+			s.Position = r.position(t, p)
 		}
 	} else {
 		s.Status = waitroom.StatusActive
@@ -501,7 +540,7 @@ func (r *room) join(key string, now int64) (int64, *rec) {
 		r.addKey(t, a, key)
 		r.schedule(t, a)
 		r.record(t, a, "")
-		r.count(t)
+		r.count(t, false)
 		return t, a
 	}
 	for r.base+int64(r.wait.len()) < t {
@@ -512,6 +551,7 @@ func (r *room) join(key string, now int64) (int64, *rec) {
 	p := r.wait.push(rec{secret: id.Secret, joined: now, touch: now, status: stWaiting})
 	r.ranks.push(true)
 	r.nWaiting++
+	r.nLine++
 	r.addKey(t, p, key)
 	r.schedule(t, p)
 	r.record(t, p, "")
@@ -551,11 +591,11 @@ func (r *room) goAway(t int64, p *rec, now int64) {
 func (r *room) advance(n int, now int64) []waitroom.Session {
 	out := make([]waitroom.Session, 0, min(n, r.nWaiting))
 	for len(out) < n && r.nWaiting > 0 {
-		t := r.base + int64(r.head)
-		p := r.wait.at(r.head)
+		t, p := r.first()
 		if r.cfg.Mode == waitroom.ModeManual {
+			moved := p.place != 0
 			out = append(out, r.end(t, p, waitroom.ReasonServed, now))
-			r.count(t)
+			r.count(t, moved)
 			continue
 		}
 		r.activate(t, p, now)
@@ -584,6 +624,10 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 	for t, p := range r.active {
 		p.sched = 0
 		r.schedule(t, p)
+	}
+	for _, e := range r.lane.items {
+		e.rec.sched = 0
+		r.schedule(e.ticket, e.rec)
 	}
 }
 

@@ -217,6 +217,7 @@ func (r *room) drawIfDue(now int64) {
 		q := r.wait.push(rec{secret: p.secret, joined: p.joined, touch: now, status: stWaiting})
 		r.ranks.push(true)
 		r.nWaiting++
+		r.nLine++
 		r.addKey(t, q, key)
 		r.schedule(t, q)
 		r.record(t, q, waitroom.StatusWaiting)

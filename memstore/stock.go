@@ -44,8 +44,8 @@ func (r *room) endSoldOut(now int64) int {
 	}
 	n := 0
 	for r.nWaiting > 0 {
-		t := r.base + int64(r.head)
-		r.end(t, r.wait.at(r.head), waitroom.ReasonSoldOut, now)
+		t, p := r.first()
+		r.end(t, p, waitroom.ReasonSoldOut, now)
 		n++
 	}
 	if r.preQueue() {

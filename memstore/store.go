@@ -8,8 +8,10 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -339,8 +341,8 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 		r.end(tk, p, waitroom.ReasonRoomDeleted, t)
 	}
 	for r.nWaiting > 0 {
-		tk := r.base + int64(r.head)
-		r.end(tk, r.wait.at(r.head), waitroom.ReasonRoomDeleted, t)
+		tk, p := r.first()
+		r.end(tk, p, waitroom.ReasonRoomDeleted, t)
 	}
 	if r.preQueue() {
 		for i := range r.sch.pre {
@@ -657,10 +659,10 @@ func (s *Store) Sweep(ctx context.Context, name string, now time.Time) (waitroom
 
 // Waiting implements waitroom.Store.
 func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([]waitroom.Session, string, error) {
-	var after int64
+	after := int64(math.MinInt64) // the cursor: the place (moved) or ticket of the last item
 	if page.After != "" {
 		v, err := strconv.ParseInt(page.After, 10, 64)
-		if err != nil || v < 0 {
+		if err != nil || v == math.MinInt64 {
 			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "The cursor %q is not one this server returned.", page.After)
 		}
 		after = v
@@ -671,10 +673,25 @@ func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([
 	}
 	size := page.Size()
 	out := make([]waitroom.Session, 0, min(size, r.nWaiting))
-	i := max(r.head, int(min(max(after+1-r.base, 0), int64(r.wait.len()))))
 	var pos int64
-	if i > 0 && i <= r.wait.len() {
-		pos = r.ranks.rank(i - 1)
+	if after < 0 {
+		moved := r.lane.after(after)
+		pos = int64(r.lane.len() - len(moved))
+		for _, e := range moved[:min(len(moved), size)] {
+			pos++
+			v := r.view(e.ticket, e.rec, false)
+			v.Position = pos
+			out = append(out, v)
+		}
+		after = 0
+	}
+	i := max(r.head, int(min(max(after+1-r.base, 0), int64(r.wait.len()))))
+	if len(out) == size {
+		i = r.wait.len() // the page is full
+	} else if i > 0 && i <= r.wait.len() {
+		pos = int64(r.lane.len()) + r.ranks.rank(i-1)
+	} else {
+		pos = int64(r.lane.len())
 	}
 	for ; i < r.wait.len() && len(out) < size; i++ {
 		p := r.wait.at(i)
@@ -688,7 +705,8 @@ func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([
 	}
 	next := ""
 	if len(out) == size && pos < int64(r.nWaiting) {
-		next = strconv.FormatInt(out[len(out)-1].Ticket, 10)
+		last := out[len(out)-1]
+		next = strconv.FormatInt(cmp.Or(last.Place, last.Ticket), 10)
 	}
 	wait := r.barrier()
 	r.mu.Unlock()

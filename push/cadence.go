@@ -48,6 +48,7 @@ type roomClock struct {
 
 // apply records ev.
 func (c *roomClock) apply(ev waitroom.Event) {
+	moved := false
 	switch ev.Kind {
 	case waitroom.EventDeleted:
 		c.epoch++
@@ -77,6 +78,15 @@ func (c *roomClock) apply(ev waitroom.Event) {
 		if ch.From == waitroom.StatusWaiting && ch.Session.Status != waitroom.StatusWaiting {
 			c.departed++
 		}
+		if ch.Session.Status == waitroom.StatusWaiting && ch.Session.Place != 0 && ch.From != "" {
+			moved = true
+		}
+	}
+	if moved {
+		// An operator moved sessions to the front (queue-all, front): the
+		// positions of everyone behind them grew, which no count of
+		// departures tells. Everyone is read again.
+		c.epoch++
 	}
 }
 

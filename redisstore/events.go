@@ -65,7 +65,7 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // configuration is JSON, which escapes them):
 //
 //	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold
-//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit]]]
+//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns]]]]
 //	u ticket unit
 //	…
 //
@@ -73,8 +73,11 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // entry number, and one still in it the opening and the pre-queue's size.
 // A live session of a room with an inventory has all 17 fields (zeros for
 // what does not apply), ending with the units remaining and 1 when it holds
-// one. A "u" line is a unit taken from (0) or given to (1) an active
-// session outside a status change (Event.Units).
+// one. A live session an operator moved or extended has 20 fields: the
+// 17 (remaining and unit empty without an inventory), then its place and
+// its extension in ms and the ns past them. A "u" line is a unit taken
+// from (0) or given to (1) an active session outside a status change
+// (Event.Units).
 
 // decodeEvent parses an event message; ok is false for anything else.
 func decodeEvent(msg string) (waitroom.Event, bool) {
@@ -149,13 +152,18 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 
 func decodeChange(room, line string) (waitroom.Change, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 {
+	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 && len(f) != 20 {
 		return waitroom.Change{}, false
 	}
-	var n [17]int64
-	for _, i := range []int{0, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16} {
+	// Without an inventory a 20-field line has empty stock fields.
+	stocked := len(f) >= 17 && f[15] != ""
+	var n [20]int64
+	for _, i := range []int{0, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19} {
 		if i >= len(f) {
 			break
+		}
+		if (i == 15 || i == 16) && !stocked {
+			continue
 		}
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
@@ -184,8 +192,11 @@ func decodeChange(room, line string) (waitroom.Change, bool) {
 		},
 	}
 	entrant(&c.Session, &id, n[12], n[13], n[14])
-	if len(f) == 17 {
+	if stocked {
 		c.Session.Stocked, c.Session.Remaining, c.Session.Unit = true, n[15], n[16] == 1
+	}
+	if len(f) == 20 {
+		c.Session.Place, c.Session.Extended = n[17], extended(n[18], n[19])
 	}
 	c.Session.ID = id.String()
 	return c, true

@@ -76,22 +76,33 @@ if OP == 'sessions' then
 end
 
 if OP == 'waiting' then
-  -- ARGV 11 after (ticket), 12 page size
+  -- ARGV 11 after (the wait score of the last session listed: its place or
+  -- ticket; '' for the start), 12 page size. The reply's cursor is a
+  -- string, '' at the end.
   local after, size = ARGV[11], tonumber(ARGV[12])
-  local ts = redis.call('ZRANGEBYSCORE', K_WAIT, '(' .. after, '+inf', 'LIMIT', 0, size)
+  local lo = '-inf'
+  if after ~= '' then lo = '(' .. after end
+  local ts = redis.call('ZRANGEBYSCORE', K_WAIT, lo, '+inf', 'LIMIT', 0, size)
   local out = {}
   local pos = 0
-  if #ts > 0 then pos = redis.call('ZCOUNT', K_WAIT, '-inf', after) end
+  if #ts > 0 and after ~= '' then pos = redis.call('ZCOUNT', K_WAIT, '-inf', after) end
+  local s
   for i, t in ipairs(ts) do
     pos = pos + 1
-    local v = view(load(tonumber(t)), false)
+    s = load(tonumber(t))
+    local v = view(s, false)
     v[9] = pos
     out[i] = v
   end
-  local nxt = 0
-  if #out == size and pos < nW then nxt = tonumber(ts[#ts]) end
+  local nxt = ''
+  if #out == size and pos < nW then
+    nxt = i2s(s.t)
+    if s.pl ~= 0 then nxt = i2s(s.pl) end
+  end
   return { 'ok', '', nxt, out }
 end
+
+if OP == 'lookup' then return lookupOp() end
 
 if OP == 'history' then
   -- ARGV 11 status ('' for all), 12 cursor (stream id, '' for the start), 13 page size
@@ -155,6 +166,7 @@ if OP == 'sweep' then
 end
 
 if OP == 'stock' then return stockOp() end
+if OP == 'queueall' then return queueAll() end
 
 if OP == 'putroom' then
   local opens = tonumber(ARGV[21])
@@ -293,7 +305,7 @@ if OP == 'advance' then
     local s = load(tonumber(ts))
     if R.mode == 'manual' then
       finish(s, 'served', true)
-      count(s.t)
+      count(s.t, s.pl)
     else
       activate(s)
     end
@@ -311,6 +323,7 @@ end
 local t, en = tonumber(ARGV[11]), tonumber(ARGV[13])
 if t == 0 and en == 0 then return reply('invalid_session_id') end
 local p, s = lookup(t, ARGV[12], en)
+if OP == 'front' or OP == 'extend' then return moveOp(p, s) end
 if p then
   -- A live entrant needs no presence before the draw, so Away changes
   -- nothing for it.

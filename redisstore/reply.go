@@ -79,6 +79,10 @@ func decodeSession(room string, x any) (waitroom.Session, bool) {
 	}
 	entrant(&s, &id, num(v, 12), num(v, 13), num(v, 14))
 	stockFields(&s, v, 15)
+	if len(v) >= 20 {
+		s.Place = num(v, 17)
+		s.Extended = extended(num(v, 18), num(v, 19))
+	}
 	s.ID = id.String()
 	return s, true
 }
@@ -129,6 +133,10 @@ func errorFor(room string, r result) error {
 		return waitroom.Errorf(waitroom.CodeNotFound, "Room %q has no draw: it was never given an opens_at.", room)
 	case "stock_conflict", "stock_not_found", "sold_out":
 		return stockError(room, r)
+	case "not_waiting":
+		return waitroom.Errorf(waitroom.CodeInvalidRequest, "Only a waiting session can move to the front of the line; this one is %s.", stateName(str(r.rest, 0)))
+	case "not_active":
+		return waitroom.Errorf(waitroom.CodeInvalidRequest, "Only an active session can be extended; this one is %s.", stateName(str(r.rest, 0)))
 	case "already_joined":
 		live, ok := decodeSession(room, first(r.rest))
 		if !ok {

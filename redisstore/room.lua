@@ -9,7 +9,9 @@
 --                    lower bound of the earliest due entry, so a request on a
 --                    room with nothing due costs one read of it
 --   2 seq     STRING ticket counter (INCR); never deleted, so tickets are never reused
---   3 wait    ZSET   waiting tickets scored by ticket: position = ZRANK + 1
+--   3 wait    ZSET   waiting tickets scored by place: the ticket, or the negative
+--                    place an operator's move gave (operator.lua), so the
+--                    line is ZRANGE order and position = ZRANK + 1
 --   4 active  ZSET   active tickets scored by ticket
 --   5 keys    HASH   key -> ticket of its live session
 --   6 due     ZSET   ticket -> scheduled deadline (lazy, as memstore's heap)
@@ -19,10 +21,12 @@
 -- as are the keys of a scheduled room (schedule.lua): eseq, pre, e2t, draw,
 -- dlist, x:<entry> and dl, and of a room with an inventory (stock.lua): hold.
 --
--- The script is this file, then schedule.lua, then stock.lua, then ops.lua,
--- run as one (store.go joins them): this file holds the fast paths and the
--- general machinery, schedule.lua the pre-queue and the draw, stock.lua the
--- inventory and the fairness counts, ops.lua the operations.
+-- The script is this file, then schedule.lua, stock.lua, operator.lua and
+-- ops.lua, run as one (store.go joins them): this file holds the fast paths
+-- and the general machinery, schedule.lua the pre-queue and the draw,
+-- stock.lua the inventory and the fairness counts, operator.lua an
+-- operator's moves (QueueAll, Front, Extend, Lookup) and the order of the
+-- line, ops.lua the operations.
 --
 -- ARGV: 1 op, 2 room name, 3 now (unix ms), 4 process id, 5 publish command
 -- ('' for none), 6 channel, 7 '1' to return the event, 8 retention of ended
@@ -39,7 +43,10 @@
 -- that entered a pre-queue, its entry number, and for one still in it the
 -- opening and the pre-queue's size (decodeSession); in a room with an
 -- inventory it is padded to 15 and ends with the units remaining and
--- whether the session holds one (stockTail).
+-- whether the session holds one (stockTail). A live session an operator
+-- moved or extended is padded to 17 (the stock fields nil without an
+-- inventory) and ends with its place, extension in ms and the ns past
+-- them (placeTail, operator.lua).
 
 local K_ROOM, K_SEQ, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -184,7 +191,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       if t > tonumber(v[8]) then
         local ts = fmt('%d', t)
         local sk = PFX .. 's:' .. ts
-        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u')
+        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u', 'pl', 'ex', 'exn')
         local st = s[2]
         local timer = (st == 'waiting' and tonumber(v[12]) > 0) or
           (st == 'active' and (tonumber(v[13]) > 0 or tonumber(v[14]) > 0))
@@ -200,8 +207,16 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
           if st == 'waiting' then pos = redis.call('ZRANK', K_WAIT, ts) + 1 end
           local unit = 0
           if st == 'active' and s[10] == '1' then unit = 1 end
-          return { 'ok', '', stk({ t, s[1], st, s[6] or '', tonumber(s[7]), tonumber(s[8]), 0, '', pos, nw, na, cap,
-            tonumber(s[9] or '0') }, unit) }
+          local r = stk({ t, s[1], st, s[6] or '', tonumber(s[7]), tonumber(s[8]), 0, '', pos, nw, na, cap,
+            tonumber(s[9] or '0') }, unit)
+          -- An operator's move or extension (operator.lua's placeTail).
+          local pl, ex, exn = tonumber(s[11] or '0'), tonumber(s[12] or '0'), tonumber(s[13] or '0')
+          if pl ~= 0 or ex ~= 0 or exn ~= 0 then
+            for i = #r + 1, 15 do r[i] = 0 end
+            if not stock then r[16], r[17] = false, false end
+            r[18], r[19], r[20] = pl, ex, exn
+          end
+          return { 'ok', '', r }
         end
       end
     end
@@ -414,19 +429,22 @@ end
 -- admitted, tc last seen (waiting) or last active (active), aw away until
 -- (0: present), sch scheduled deadline (0: none), why end reason, e ended,
 -- en entry number (0 unless it entered a pre-queue and was drawn), u
--- whether it holds a reserved unit (stock.lua).
+-- whether it holds a reserved unit (stock.lua), pl its place in the line
+-- when an operator moved it (0: none; the wait score), ex and exn how long
+-- an operator extended it, in ms and the ns past them (operator.lua).
 -- Loaded sessions are cached for the run, so every change goes through one
 -- table and nothing is read twice.
 local cache = {}
 local function load(t)
   local s = cache[t]
   if s then return s end
-  local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end', 'en', 'u')
+  local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end', 'en', 'u',
+    'pl', 'ex', 'exn')
   if not v[1] then return nil end
   s = { t = t, sec = v[1], key = v[2] or '', st = v[3], j = tonumber(v[4]) or 0,
     ad = tonumber(v[5]) or 0, tc = tonumber(v[6]) or 0, aw = tonumber(v[7]) or 0,
     sch = tonumber(v[8]) or 0, why = v[9] or '', e = tonumber(v[10]) or 0, en = tonumber(v[11]) or 0,
-    u = v[12] == '1' }
+    u = v[12] == '1', pl = tonumber(v[13] or '0'), ex = tonumber(v[14] or '0'), exn = tonumber(v[15] or '0') }
   cache[t] = s
   return s
 end
@@ -449,6 +467,9 @@ end
 -- session's unit back; count counts an admission; endSoldOut ends the line
 -- of a sold-out room.
 local stockTail, lineTail, reserve, release, count, endSoldOut
+-- Defined in operator.lua: placeTail adds a live session's place and
+-- extension to its array or event line.
+local placeTail
 
 -- view is the reply form of a session with the room's totals now.
 local function view(s, pos)
@@ -457,7 +478,9 @@ local function view(s, pos)
   local unit = s.u and s.st == 'active'
   local v = { s.t, s.sec, s.st, s.key, s.j, s.ad, s.e, s.why, p, nW, nA, R.cap }
   if (s.en or 0) ~= 0 then v[13] = s.en end
-  return stockTail(v, unit)
+  v = stockTail(v, unit)
+  if live(s) then v = placeTail(v, s) end
+  return v
 end
 
 -- change records a status change for the event. Live sessions carry the
@@ -469,7 +492,7 @@ local function change(s, from)
   if live(s) then w, a, c = nW, nA, R.cap end
   local f = { i2s(s.t), s.sec, from, s.st, s.key, i2s(s.j), i2s(s.ad), i2s(s.e), s.why, i2s(w), i2s(a), i2s(c) }
   if (s.en or 0) ~= 0 then f[13] = i2s(s.en) end
-  if live(s) then f = stockTail(f, s.u and s.st == 'active', true) end
+  if live(s) then f = placeTail(stockTail(f, s.u and s.st == 'active', true), s, true) end
   changes[#changes + 1] = table.concat(f, '\t')
 end
 
@@ -480,7 +503,12 @@ local function deadline(s)
   if s.st == 'waiting' then
     if R.wt > 0 then at, why = s.tc + R.wt, 'no_presence' end
   else
-    if R.maxs > 0 then at, why = s.ad + R.maxs, 'max_session' end
+    if R.maxs > 0 then
+      -- An extension's ns past its ms round the deadline up: due at a
+      -- whole ms at or after it.
+      at, why = s.ad + R.maxs + (s.ex or 0), 'max_session'
+      if (s.exn or 0) > 0 then at = at + 1 end
+    end
     if R.idle > 0 and (at == 0 or s.tc + R.idle < at) then at, why = s.tc + R.idle, 'idle' end
   end
   if s.aw ~= 0 and (at == 0 or s.aw < at) then at, why = s.aw, 'gone' end
@@ -583,7 +611,7 @@ local function activate(s)
   end
   schedule(s)
   change(s, 'waiting')
-  count(s.t)
+  count(s.t, s.pl)
 end
 
 -- admit moves the head of the line into free slots.

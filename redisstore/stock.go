@@ -90,7 +90,9 @@ func stockError(room string, r result) error {
 // array, whose stock part starts at i: the units remaining, and 1 when it
 // holds one (stockTail in stock.lua).
 func stockFields(s *waitroom.Session, v []any, i int) {
-	if len(v) < i+2 {
+	// A session an operator moved or extended has nil stock fields
+	// without an inventory (placeTail in operator.lua).
+	if len(v) < i+2 || v[i] == nil {
 		return
 	}
 	s.Stocked, s.Remaining, s.Unit = true, num(v, i), num(v, i+1) == 1

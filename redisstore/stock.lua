@@ -70,9 +70,12 @@ function release(s)
 end
 
 -- count counts the admission (or service) of ticket t, and an inversion
--- when a larger ticket was let in before it.
-function count(t)
+-- when a larger ticket was let in before it. A session an operator moved
+-- (place pl ~= 0) was put ahead on purpose: it counts as an admission only,
+-- and does not raise the largest ticket let in.
+function count(t, pl)
   adm = adm + 1
+  if (pl or 0) ~= 0 then return end
   if t < madm then invs = invs + 1 end
   if t > madm then madm = t end
 end

@@ -13,8 +13,8 @@
 // All keys of a room share one hash tag, so a room lives in one Cluster
 // slot: <prefix>:{<room>}:room (configuration, clock, token bucket), :seq
 // (ticket counter, never deleted, so tickets are never reused), :wait and
-// :active (sorted sets scored by ticket: a position is ZRANK+1, exact and
-// O(log n)), :s:<ticket> (one hash per session), :keys (key → live ticket),
+// :active (sorted sets scored by ticket, or in :wait by the negative place an
+// operator's move gave: a position is ZRANK+1, exact and O(log n)), :s:<ticket> (one hash per session), :keys (key → live ticket),
 // :due (ticket → scheduled deadline, so expiry work is proportional to what
 // is due), :hist (a capped stream of ended sessions, newest first by
 // XREVRANGE) and :lease (the process that sweeps the room), and, for a
@@ -136,7 +136,7 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// The room script is four files run as one (room.lua explains the split).
+// The room script is five files run as one (room.lua explains the split).
 var (
 	//go:embed room.lua
 	roomMachinery string
@@ -144,12 +144,14 @@ var (
 	roomSchedule string
 	//go:embed stock.lua
 	roomStock string
+	//go:embed operator.lua
+	roomOperator string
 	//go:embed ops.lua
 	roomOps string
 )
 
 // roomScript runs every operation on a room.
-var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOps)
+var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" + roomOps)
 
 // releaseScript gives up a sweep lease if this process holds it.
 var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
@@ -834,13 +836,15 @@ func (s *Store) Sweep(ctx context.Context, room string, now time.Time) (waitroom
 
 // Waiting implements waitroom.Store.
 func (s *Store) Waiting(ctx context.Context, room string, page waitroom.Page) ([]waitroom.Session, string, error) {
-	var after int64
+	// The cursor is the last session's place in the line: its ticket, or
+	// the negative place of a session an operator moved.
+	after := ""
 	if page.After != "" {
 		v, err := strconv.ParseInt(page.After, 10, 64)
-		if err != nil || v < 0 {
+		if err != nil {
 			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "The cursor %q is not one this server returned.", page.After)
 		}
-		after = v
+		after = strconv.FormatInt(v, 10)
 	}
 	if err := s.usable(); err != nil {
 		return nil, "", err
@@ -859,11 +863,7 @@ func (s *Store) Waiting(ctx context.Context, room string, page waitroom.Page) ([
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if n := num(r.rest, 0); n > 0 {
-		next = strconv.FormatInt(n, 10)
-	}
-	return out, next, nil
+	return out, str(r.rest, 0), nil
 }
 
 // History implements waitroom.Store. The cursor is a stream id.

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 	joined_at   INTEGER NOT NULL,
 	admitted_at INTEGER,
 	unit        INTEGER NOT NULL DEFAULT 0,  -- 1: active, holding a reserved unit (version 2)
+	place       INTEGER NOT NULL DEFAULT 0,  -- an operator's move (Session.Place), 0 if never (version 3)
+	extended    INTEGER NOT NULL DEFAULT 0,  -- ms an operator extended max_session by (version 3)
 	PRIMARY KEY (room, ticket)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_key ON sessions (room, key) WHERE key IS NOT NULL;
@@ -93,11 +95,13 @@ CREATE TABLE IF NOT EXISTS counts (
 	sold         INTEGER NOT NULL
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 `
 
 // migrations bring an older file to the current version, by the version it
 // had before the schema ran.
 var migrations = map[int]string{
 	1: `ALTER TABLE sessions ADD COLUMN unit INTEGER NOT NULL DEFAULT 0`,
+	2: `ALTER TABLE sessions ADD COLUMN place INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN extended INTEGER NOT NULL DEFAULT 0`,
 }

@@ -227,7 +227,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE room = ?`, room).Scan(&n); err != nil {
 		return nil, fmt.Errorf("count sessions of room %q: %w", room, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit FROM sessions WHERE room = ? ORDER BY ticket`, room)
+	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit, place, extended FROM sessions WHERE room = ? ORDER BY ticket`, room)
 	if err != nil {
 		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 	}
@@ -239,11 +239,13 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 		var joined int64
 		var admitted sql.NullInt64
 		var status string
-		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit); err != nil {
+		var extended int64
+		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit, &x.Place, &extended); err != nil {
 			return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 		}
 		x.Room, x.Key, x.Status = room, key.String, waitroom.Status(status)
 		x.JoinedAt = time.UnixMilli(joined).UTC()
+		x.Extended = time.Duration(extended) * time.Millisecond
 		if admitted.Valid {
 			x.AdmittedAt = time.UnixMilli(admitted.Int64).UTC()
 		}
@@ -332,6 +334,20 @@ func (a archive) Find(ctx context.Context, room string, id waitroom.SessionID) (
 	}
 	if subtle.ConstantTimeCompare([]byte(x.ID), []byte(id.String())) != 1 {
 		return waitroom.Session{}, false, nil
+	}
+	return x, true, nil
+}
+
+// FindTicket implements memstore.TicketArchive: an operator's lookup of an
+// ended session by its ticket, without its secret.
+func (a archive) FindTicket(ctx context.Context, room string, ticket int64) (waitroom.Session, bool, error) {
+	row := a.db.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM history WHERE room = ? AND ticket = ? ORDER BY seq DESC LIMIT 1`, room, ticket)
+	x, _, err := scanHistory(room, row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return waitroom.Session{}, false, nil
+	}
+	if err != nil {
+		return waitroom.Session{}, false, fmt.Errorf("find ended session %d: %w", ticket, err)
 	}
 	return x, true, nil
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,7 +23,8 @@ type model struct {
 	latest time.Time // the latest now the room has seen
 
 	lastTicket int64
-	letIn      []int64     // tickets admitted or served, in the order they were
+	letIn      []int64     // tickets admitted or served, in the order they were; negative for moved sessions
+	front      int64       // the last place an operator's move gave (0 before any)
 	sessions   []*mSession // this incarnation of the room, by ticket; ended ones stay (the history)
 
 	sch      *mSchedule  // nil while this incarnation was never given an opens_at
@@ -66,6 +68,8 @@ type mSession struct {
 	away                    bool
 	awayUntil               time.Time
 	unit                    bool // active and holding a reserved unit
+	place                   int64         // an operator's move (QueueAll, Front); 0 when never moved
+	extra                   time.Duration // how much an operator extended it (Extend)
 
 	reasons []waitroom.Reason // why it ended: more than one when deadlines tie
 	endOp   int               // the operation that ended it
@@ -113,6 +117,24 @@ func (m *model) withStatus(st waitroom.Status) []*mSession {
 	return out
 }
 
+// line lists the waiting sessions in line order: the moved ones by place,
+// then the rest by ticket.
+func (m *model) line() []*mSession {
+	w := m.withStatus(waitroom.StatusWaiting)
+	slices.SortStableFunc(w, func(a, b *mSession) int {
+		switch {
+		case a.place != 0 && b.place != 0:
+			return cmp.Compare(a.place, b.place)
+		case a.place != 0:
+			return -1
+		case b.place != 0:
+			return 1
+		}
+		return cmp.Compare(a.ticket, b.ticket)
+	})
+	return w
+}
+
 func (m *model) counts() (waiting, active int) {
 	return len(m.withStatus(waitroom.StatusWaiting)), len(m.withStatus(waitroom.StatusActive))
 }
@@ -122,13 +144,7 @@ func (m *model) position(s *mSession) int64 {
 	if s.status != waitroom.StatusWaiting || s.ticket == 0 {
 		return 0
 	}
-	var n int64
-	for _, o := range m.sessions {
-		if o.status == waitroom.StatusWaiting && o.ticket <= s.ticket {
-			n++
-		}
-	}
-	return n
+	return int64(slices.Index(m.line(), s) + 1)
 }
 
 func (m *model) find(id string) *mSession {
@@ -173,7 +189,7 @@ func (m *model) deadline(s *mSession) (at time.Time, reasons []waitroom.Reason, 
 			consider(s.lastActive.Add(m.cfg.ActiveTimeout.D()), waitroom.ReasonIdle)
 		}
 		if m.cfg.MaxSession > 0 {
-			consider(s.admitted.Add(m.cfg.MaxSession.D()), waitroom.ReasonMaxSession)
+			consider(s.admitted.Add(m.cfg.MaxSession.D()+s.extra), waitroom.ReasonMaxSession)
 		}
 	default:
 		return time.Time{}, nil, false
@@ -201,7 +217,7 @@ func (m *model) activate(s *mSession, now time.Time) {
 	m.change(s, waitroom.StatusActive)
 	s.admitted = now
 	s.lastActive = now
-	m.letIn = append(m.letIn, s.ticket)
+	m.letIn = append(m.letIn, letInTicket(s))
 	s.unit = m.reserve()
 	m.admitUnit[s.id] = s.unit
 }
@@ -211,6 +227,9 @@ func (m *model) activate(s *mSession, now time.Time) {
 func (m *model) fairness() (admissions, inversions int64) {
 	var most int64
 	for _, t := range m.letIn {
+		if t < 0 {
+			continue // moved by an operator: no inversion
+		}
 		if t < most {
 			inversions++
 		}
@@ -230,7 +249,7 @@ func (m *model) settle(now time.Time) (expired, admitted int) {
 		}
 	}
 	for {
-		w := m.withStatus(waitroom.StatusWaiting)
+		w := m.line()
 		if len(w) == 0 || !m.canAdmit() || !m.takeToken(now) {
 			return expired + m.endSoldOut(now), admitted
 		}
@@ -295,7 +314,7 @@ func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, r
 	if !m.exists {
 		m.exists = true
 		m.cfg = cfg
-		m.sessions, m.entrants, m.sch, m.letIn, m.sold = nil, nil, nil, nil, 0
+		m.sessions, m.entrants, m.sch, m.letIn, m.sold, m.front = nil, nil, nil, nil, 0, 0
 		m.fill(now)
 		m.applySchedule(cfg, now)
 		m.settle(now)
@@ -408,7 +427,7 @@ func (m *model) leave(s *mSession, reason waitroom.Reason, now time.Time) {
 func (m *model) advance(n int, now time.Time) []*mSession {
 	now = m.clock(now)
 	m.settle(now)
-	w := m.withStatus(waitroom.StatusWaiting)
+	w := m.line()
 	if len(w) == 0 {
 		return nil
 	}
@@ -416,7 +435,7 @@ func (m *model) advance(n int, now time.Time) []*mSession {
 	for _, s := range w {
 		if m.cfg.Mode == waitroom.ModeManual {
 			m.end(s, []waitroom.Reason{waitroom.ReasonServed}, now)
-			m.letIn = append(m.letIn, s.ticket)
+			m.letIn = append(m.letIn, letInTicket(s))
 		} else {
 			m.activate(s, now)
 		}
@@ -468,6 +487,8 @@ func (m *model) view(s *mSession) waitroom.Session {
 	}
 	if s.status.Final() {
 		v.EndReason = s.reasons[0]
+	} else {
+		v.Place, v.Extended = s.place, s.extra
 	}
 	m.entrantFields(&v, s)
 	m.stockFields(&v, s)
@@ -541,10 +562,10 @@ func sessionDiff(got, want waitroom.Session) string {
 }
 
 func fmtSession(s waitroom.Session) string {
-	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v}",
+	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v place %d extended %s}",
 		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
 		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room, s.Entry, rel(s.OpensAt), s.Entrants,
-		s.Stocked, s.Remaining, s.Unit)
+		s.Stocked, s.Remaining, s.Unit, s.Place, s.Extended)
 }
 
 // label names s in failure messages.

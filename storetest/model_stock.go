@@ -48,7 +48,7 @@ func (m *model) endSoldOut(now time.Time) int {
 	if !m.soldOut() {
 		return 0
 	}
-	ending := append(m.withStatus(waitroom.StatusWaiting), m.liveEntrants()...)
+	ending := append(m.line(), m.liveEntrants()...)
 	for _, s := range ending {
 		m.end(s, []waitroom.Reason{waitroom.ReasonSoldOut}, now)
 	}
