@@ -55,9 +55,37 @@ func bearer(h string) (string, bool) {
 // about rooms, not even whether a name is valid.
 func (s *server) adminOnly(f func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return s.api(func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.admin.check(r); err != nil {
+		if err := s.adminCheck(r); err != nil {
 			return err
 		}
 		return f(w, r)
 	})
+}
+
+// Authorizer admits requests by something other than the bearer token: the
+// operator console's signed session cookie (console.Console).
+type Authorizer interface {
+	// Authorize returns nil when r may use the admin endpoints, else the
+	// *waitroom.Error to answer.
+	Authorize(r *http.Request) error
+}
+
+// adminAsked reports whether a request to an endpoint that anyone may call
+// (DELETE of a session) asks to act as the admin: it carries the bearer
+// token, or it comes from the console, which always sends its CSRF token.
+func (s *server) adminAsked(r *http.Request) bool {
+	if _, ok := r.Header["Authorization"]; ok {
+		return true
+	}
+	_, csrf := r.Header["X-Csrf-Token"]
+	return csrf && s.console != nil
+}
+
+// adminCheck admits the admin token, or, on a request without an
+// Authorization header, a signed-in console.
+func (s *server) adminCheck(r *http.Request) error {
+	if _, ok := r.Header["Authorization"]; ok || s.console == nil {
+		return s.admin.check(r)
+	}
+	return s.console.Authorize(r)
 }

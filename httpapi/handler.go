@@ -24,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/clientaddr"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/push"
+	"github.com/waitroom/waitroom/roomstats"
 )
 
 // Config holds what the handler needs.
@@ -76,6 +77,23 @@ type Config struct {
 	// room; a join beyond it answers 503 room_full with Retry-After. 0 means
 	// no cap. Existing sessions are never affected.
 	MaxSessionsPerRoom int
+	// Ledger keeps the audit log of operator actions (and what the console
+	// shows); nil means the Store's own when it implements waitroom.Ledger.
+	Ledger waitroom.Ledger
+	// Console, when set, lets a signed-in operator console call the admin
+	// endpoints without the bearer token: Authorize checks its session
+	// cookie and, for changes, its CSRF token. A request with an
+	// Authorization header is always checked against AdminToken instead.
+	Console Authorizer
+	// Stats keeps the console's numbers (GET /v1/stats, /v1/rooms/{room}/stats
+	// and the console's live stream). nil makes one over Store and Ledger
+	// that lives as long as the process; servers pass their own, with the
+	// ETA estimator, and close it on shutdown.
+	Stats *roomstats.Recorder
+	// OnAudit, when set, is told every audit entry this handler records
+	// (the console's live stream shows them).
+	OnAudit func(waitroom.AuditEntry)
+
 	// MemoryGuard, when set, makes joins answer 503 room_full while the
 	// process uses more memory than its limit (limit.NewMemoryGuard); nil
 	// means no guard. Existing sessions keep being served.
@@ -92,6 +110,10 @@ type server struct {
 	clock    waitroom.Clock
 	log      *slog.Logger
 	admin    adminToken
+	console  Authorizer
+	ledger   waitroom.Ledger
+	onAudit  func(waitroom.AuditEntry)
+	stats    *roomstats.Recorder
 	// joins is the check a new session goes through (rate, memory, cap).
 	joins   *limit.Joins
 	mux     *http.ServeMux
@@ -122,6 +144,12 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Ledger == nil {
+		cfg.Ledger, _ = cfg.Store.(waitroom.Ledger)
+	}
+	if cfg.Stats == nil && cfg.Ledger != nil {
+		cfg.Stats = roomstats.New(cfg.Store, cfg.Ledger, roomstats.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	}
 	if cfg.Hub == nil {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
@@ -135,6 +163,10 @@ func NewHandler(cfg Config) http.Handler {
 		clock:      cfg.Clock,
 		log:        cfg.Logger,
 		admin:      newAdminToken(cfg.AdminToken),
+		console:    cfg.Console,
+		ledger:     cfg.Ledger,
+		onAudit:    cfg.OnAudit,
+		stats:      cfg.Stats,
 		mux:        http.NewServeMux(),
 		metrics: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			// One failing collector must not hide every other metric.

@@ -67,10 +67,12 @@ func (s *server) putRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	before, beforeErr := s.store.Room(r.Context(), name)
 	room, created, err := s.store.PutRoom(r.Context(), name, cfg, s.now())
 	if err != nil {
 		return err
 	}
+	s.auditConfig(r, name, before.RoomConfig, beforeErr != nil, room.RoomConfig)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -100,6 +102,7 @@ func (s *server) deleteRoom(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteRoom(r.Context(), name, force, s.now()); err != nil {
 		return err
 	}
+	s.audit(r, waitroom.AuditEntry{Room: name, Action: waitroom.AuditDelete, Detail: auditDetail(map[string]any{"force": force})})
 	noContent(w)
 	return nil
 }
@@ -134,6 +137,7 @@ func (s *server) advance(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, waitroom.AuditEntry{Room: name, Action: waitroom.AuditAdvance, Detail: auditDetail(map[string]any{"n": n, "moved": len(sessions)})})
 	return writeJSON(w, http.StatusOK, sessionsAnswer{Sessions: nonNil(sessions)})
 }
 
@@ -261,5 +265,7 @@ func (s *server) inventory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, waitroom.AuditEntry{Room: name, Action: waitroom.AuditInventory, Session: id,
+		Detail: auditDetail(map[string]any{string(op): *n, "sold": room.Sold, "reserved": room.Reserved})})
 	return writeJSON(w, http.StatusOK, room)
 }

@@ -26,6 +26,14 @@ func (s *server) routes() {
 	m.Handle("POST /v1/rooms/{room}/inventory", s.adminOnly(s.inventory))
 	m.Handle("GET /v1/rooms/{room}/waiting", s.adminOnly(s.waiting))
 	m.Handle("GET /v1/rooms/{room}/history", s.adminOnly(s.history))
+	m.Handle("POST /v1/rooms/{room}/queue-all", s.adminOnly(s.queueAll))
+	m.Handle("POST /v1/rooms/{room}/sessions/{id}/front", s.adminOnly(s.front))
+	m.Handle("POST /v1/rooms/{room}/sessions/{id}/extend", s.adminOnly(s.extend))
+	m.Handle("GET /v1/rooms/{room}/find", s.adminOnly(s.find))
+	m.Handle("GET /v1/rooms/{room}/audit", s.adminOnly(s.auditLog))
+	m.Handle("GET /v1/stats", s.adminOnly(s.overview))
+	m.Handle("GET /v1/rooms/{room}/stats", s.adminOnly(s.roomStats))
+	m.Handle("GET /v1/rooms/{room}/admin-events", s.adminOnly(s.adminEvents))
 
 	// Operations.
 	m.Handle("GET /healthz", s.api(s.healthz))

@@ -117,8 +117,8 @@ func (s *server) away(w http.ResponseWriter, r *http.Request) error {
 // a wrong token the request is refused rather than quietly downgraded.
 func (s *server) leave(w http.ResponseWriter, r *http.Request) error {
 	reason := waitroom.ReasonLeft
-	if _, ok := r.Header["Authorization"]; ok {
-		if err := s.admin.check(r); err != nil {
+	if s.adminAsked(r) {
+		if err := s.adminCheck(r); err != nil {
 			return err
 		}
 		reason = waitroom.ReasonRevoked
@@ -130,6 +130,10 @@ func (s *server) leave(w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.store.Leave(r.Context(), room, r.PathValue("id"), reason, s.now())
 	if err != nil {
 		return err
+	}
+	if reason == waitroom.ReasonRevoked {
+		s.audit(r, waitroom.AuditEntry{Room: room, Action: waitroom.AuditRevoke, Session: sess.ID, Ticket: sess.Ticket,
+			Detail: auditDetail(map[string]any{"status": sess.Status, "end_reason": sess.EndReason})})
 	}
 	writeSession(w, http.StatusOK, sess)
 	return nil

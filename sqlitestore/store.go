@@ -120,6 +120,9 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 		_, _ = s.wdb.ExecContext(ctx, "ROLLBACK")
 		return fmt.Errorf("create or migrate schema (version %d): %w", version, err)
 	}
+	if err := createLedger(ctx, s.wdb); err != nil {
+		return err
+	}
 	s.rdb, err = sql.Open("sqlite", dsn(path, "busy_timeout(10000)", "query_only(1)"))
 	if err != nil {
 		return err
@@ -274,7 +277,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.Store.Close()
 		s.w.close()
-		s.closeErr = errors.Join(s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
+		s.closeErr = errors.Join(s.closeLedger(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
 		s.release()
 	})
 	return s.closeErr

@@ -67,7 +67,7 @@ type mSession struct {
 	lastSeen, lastActive    time.Time
 	away                    bool
 	awayUntil               time.Time
-	unit                    bool // active and holding a reserved unit
+	unit                    bool          // active and holding a reserved unit
 	place                   int64         // an operator's move (QueueAll, Front); 0 when never moved
 	extra                   time.Duration // how much an operator extended it (Extend)
 

@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/clientaddr"
 	"github.com/waitroom/waitroom/connlimit"
+	"github.com/waitroom/waitroom/console"
 	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/httpapi"
@@ -39,6 +40,7 @@ import (
 	"github.com/waitroom/waitroom/outage"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/roomstats"
 	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/sweeper"
 	"github.com/waitroom/waitroom/web"
@@ -394,7 +396,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		},
 	})
 	defer hub.Close()
+	// The operator console: its numbers kept in the store (every process
+	// of a Redis deployment adds its own counts and can serve the charts),
+	// its sign-ins too, so signing out ends one everywhere.
+	ledger, _ := store.(waitroom.Ledger)
+	var stats *roomstats.Recorder
+	var cons *console.Console
+	var consoleAuth httpapi.Authorizer
+	if ledger != nil {
+		stats = roomstats.New(store, ledger, roomstats.Options{ETA: roomstats.EstimatorETA(estimator), Clock: clock, Logger: logger})
+		defer stats.Close()
+		cons = console.New(console.Options{AdminToken: token, Ledger: ledger, Clock: clock, TrustedProxies: lim.proxies, Logger: logger})
+		consoleAuth = cons
+	}
 	handler := httpapi.NewHandler(httpapi.Config{
+		Ledger:             ledger,
+		Stats:              stats,
+		Console:            consoleAuth,
 		JoinLimit:          lim.rate,
 		TrustedProxies:     lim.proxies,
 		MaxSessionsPerRoom: lim.maxSessions,
@@ -428,6 +446,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	mux := http.NewServeMux()
 	for _, prefix := range web.Prefixes(webCfg) {
 		mux.Handle(prefix, pages)
+	}
+	if cons != nil {
+		mux.Handle(console.Prefix, cons.Handler())
 	}
 	gh := gt.Handler()
 	mux.Handle(gate.Prefix, gh)

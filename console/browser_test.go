@@ -1,0 +1,340 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/console"
+	"github.com/waitroom/waitroom/memstore"
+)
+
+// chromiumPath is where Debian's chromium package puts the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// tab is one headless Chromium tab and what its pages wrote to the console.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// newTab starts Chromium, or skips the test when it is not installed (a
+// failure under CI=true, where it must be).
+func newTab(t *testing.T) *tab {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		msg := fmt.Sprintf("browser tests need Chromium at %s: install the Debian package chromium (apt-get install chromium)", chromiumPath)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("lang", "en-US"), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 900))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	tb := &tab{t: t, ctx: ctx}
+	// The browser lives as long as the context of its first action: start
+	// it with an empty Do on ctx, guarded by a timer.
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("starting Chromium: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Chromium did not start within 20s")
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() || m.Type == chromedp.ConsoleWarning {
+				tb.mu.Lock()
+				tb.problems = append(tb.problems, fmt.Sprintf("%s %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
+				tb.mu.Unlock()
+			}
+		}
+	}()
+	return tb
+}
+
+func (tb *tab) do(d time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(tb.ctx, d)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// must runs actions, failing the test with what it was doing.
+func (tb *tab) must(what string, actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := tb.do(5*time.Second, actions...); err != nil {
+		tb.shot("failed")
+		tb.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (tb *tab) eval(expr string) (bool, error) {
+	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
+}
+
+// waitFor evaluates a JavaScript condition until it holds, failing the
+// test after 5 s.
+func (tb *tab) waitFor(what, cond string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if ok, err := tb.eval("!!(" + cond + ")"); err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.shot("failed")
+			tb.t.Fatalf("%s: %s did not hold within 5s (page: %q)", what, cond, tb.text("main"))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func (tb *tab) text(selector string) string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, selector)))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return strings.Join(strings.Fields(v), " ")
+}
+
+// shot saves a screenshot of the whole page under $WAITROOM_ARTIFACTS
+// when it is set.
+func (tb *tab) shot(step string) {
+	dir := os.Getenv("WAITROOM_ARTIFACTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "console-"+step+".png"), png, 0o644)
+	}
+}
+
+// click clicks a button once it is enabled: a control is disabled while
+// its action runs, and a click on it then does nothing.
+func (tb *tab) click(what, sel string) {
+	tb.t.Helper()
+	tb.waitFor(what+": "+sel+" enabled", fmt.Sprintf(`!document.querySelector(%q).disabled`, sel))
+	tb.must(what, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// confirm waits for the confirmation dialog, checks it spells out the
+// action, and clicks OK (or Cancel).
+func (tb *tab) confirm(want string, ok bool) {
+	tb.t.Helper()
+	tb.waitFor("the confirmation dialog for "+want, `document.querySelector("#confirm").open`)
+	if got := tb.text("#confirm-title") + " " + tb.text("#confirm-text") + " " + tb.text("#confirm-changes"); !strings.Contains(got, want) {
+		tb.t.Errorf("the dialog says %q, want it to spell out %q", got, want)
+	}
+	button := "#confirm-cancel"
+	if ok {
+		button = "#confirm-ok"
+	}
+	tb.must("answering the dialog", chromedp.Click(chromedp.CSS(button)))
+	tb.waitFor("the dialog to close", `!document.querySelector("#confirm").open`)
+}
+
+// TestPageInBrowser drives the page through every control against a
+// stand-in of the admin API, checking each request it makes.
+func TestPageInBrowser(t *testing.T) {
+	clock := waitroom.NewManualClock(time.Now())
+	c := console.New(console.Options{AdminToken: token, Ledger: memstore.New(), Clock: clock})
+	api := newFakeAPI(c)
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, c.Handler())
+	api.routes(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	tb := newTab(t)
+	lastCall := func(what string, n int) call {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if calls := api.callsSoFar(); len(calls) >= n {
+				return calls[n-1]
+			}
+			if time.Now().After(deadline) {
+				tb.shot("failed")
+				t.Fatalf("%s: the page did not make request %d (errors: %q)", what, n, tb.text("#error"))
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+
+	tb.must("opening the console", chromedp.Navigate(srv.URL+"/admin/"))
+	tb.waitFor("the sign-in form", `!document.querySelector("#view-signin").hidden && document.activeElement.id === "token"`)
+	tb.must("a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "wrong"), chromedp.Click(chromedp.CSS("#signin")))
+	tb.waitFor("the wrong-token message", `!document.querySelector("#signin-error").hidden`)
+	if got := tb.text("#signin-error"); !strings.Contains(got, "wrong") {
+		t.Errorf("after a wrong token the page says %q", got)
+	}
+	// Five wrong tries a minute, then the page says how long to wait.
+	for range 5 {
+		tb.must("another wrong token", chromedp.Evaluate[chromedp.Void](`document.querySelector("#signin-error").hidden = true`),
+			chromedp.Click(chromedp.CSS("#signin")))
+		tb.waitFor("the answer", `!document.querySelector("#signin-error").hidden && !document.querySelector("#signin").disabled`)
+	}
+	if got := tb.text("#signin-error"); !strings.Contains(got, "Too many wrong tokens") || !strings.Contains(got, "try again in") {
+		t.Errorf("after six wrong tokens the page says %q", got)
+	}
+	clock.Advance(time.Minute)
+	tb.must("the right token", chromedp.Evaluate[chromedp.Void](`document.querySelector("#token").value = ""`),
+		chromedp.SendKeys(chromedp.CSS("#token"), token+"\n"))
+
+	tb.waitFor("the rooms table", `document.querySelector('#rooms-body tr[data-room="demo"]')`)
+	if ok, _ := tb.eval(`[...document.querySelector('tr[data-room="demo"]').children].map(c => c.textContent).join("|") === "demo|Open|7|2 / 3|1.5|0.5"`); !ok {
+		t.Errorf("the room's row reads %q, want demo|Open|7|2 / 3|1.5|0.5", tb.text(`tr[data-room="demo"]`))
+	}
+	if ok, _ := tb.eval(`location.href.includes(` + fmt.Sprintf("%q", token) + `) || document.body.innerHTML.includes(` + fmt.Sprintf("%q", token) + `)`); ok {
+		t.Errorf("the admin token is in the URL or the page")
+	}
+	tb.shot("rooms")
+
+	tb.must("opening the room", chromedp.Click(chromedp.CSS(`tr[data-room="demo"] a`)))
+	tb.waitFor("the live room view", `location.hash === "#/rooms/demo" && document.querySelector("#live-status").textContent === "Live."`)
+	tb.waitFor("the charts", `document.querySelectorAll("svg[data-series] path.line").length === 5`)
+	tb.waitFor("the headline", `document.querySelector("#stat-waiting").textContent === "7"`)
+	for sel, want := range map[string]string{
+		"#stat-active": "2 of 3", "#stat-joins": "12", "#stat-admissions": "6",
+		"#stat-eta": "1m 35s", "#stat-p50": "1m 05s", "#stat-p99": "5m 01s", "#range-waiting": "now 7",
+		"#room-stock": "Remaining60", "#room-state": "Open",
+	} {
+		if got := tb.text(sel); !strings.Contains(strings.ReplaceAll(got, " ", ""), strings.ReplaceAll(want, " ", "")) {
+			t.Errorf("%s reads %q, want %q", sel, got, want)
+		}
+	}
+	tb.shot("room")
+
+	// Pause: a PUT of the whole configuration (no counts) with paused.
+	tb.click("pause", "#pause")
+	tb.confirm("Pause room demo?", true)
+	if c := lastCall("pause", 1); c.method != "PUT" || c.body["paused"] != true || c.body["capacity"] != float64(3) {
+		t.Errorf("pause sent %s %v", c.method, c.body)
+	}
+	tb.waitFor("the resume button", `!document.querySelector("#resume").hidden && document.querySelector("#pause").hidden`)
+	tb.waitFor("the audit entry from the event stream", `document.querySelector("#audit-list li[data-audit]")`)
+
+	tb.must("advance 2", chromedp.Evaluate[chromedp.Void](`document.querySelector("#advance-n").value = "2"`), chromedp.Click(chromedp.CSS("#advance")))
+	tb.confirm("Advance the next 2 people", true)
+	if c := lastCall("advance", 2); c.path != "/v1/rooms/demo/advance" || c.body["n"] != float64(2) {
+		t.Errorf("advance sent %s %v", c.path, c.body)
+	}
+	tb.waitFor("the advance notice", `document.querySelector("#notice").textContent.includes("#8")`)
+	tb.waitFor("the advance to finish", `!document.querySelector("#advance").disabled`)
+
+	tb.click("queue everyone", "#queue-all")
+	tb.confirm("back to the front of the line", true)
+	tb.waitFor("queue-all to finish", `document.querySelector("#notice").textContent.includes("back in line")`)
+	if c := lastCall("queue-all", 3); c.path != "/v1/rooms/demo/queue-all" {
+		t.Errorf("queue-all sent %s %s", c.method, c.path)
+	}
+
+	// Find, then act on what was found.
+	tb.must("find ticket 5", chromedp.SendKeys(chromedp.CSS("#find-q"), "5\n"))
+	tb.waitFor("the found session", `document.querySelector('#found article[data-session="AAAAAAAAAAUsessionidforfive"]')`)
+	if got := tb.text("#found"); !strings.Contains(got, "user-5") {
+		t.Errorf("the found record reads %q, want all of it", got)
+	}
+	tb.must("move to front without a reason", chromedp.Click(chromedp.CSS("#front")))
+	if ok, _ := tb.eval(`document.querySelector("#confirm").open`); ok {
+		t.Errorf("move to front asked to confirm without a reason")
+	}
+	tb.must("move to front", chromedp.SendKeys(chromedp.CSS("#front-reason"), "VIP guest"), chromedp.Click(chromedp.CSS("#front")))
+	tb.confirm("VIP guest", true)
+	tb.waitFor("the move to front to finish", `document.querySelector("#notice").textContent.includes("first in line")`)
+	if c := lastCall("front", 4); !strings.HasSuffix(c.path, "/sessions/AAAAAAAAAAUsessionidforfive/front") || c.body["reason"] != "VIP guest" {
+		t.Errorf("front sent %s %v", c.path, c.body)
+	}
+	tb.click("revoke, cancelled", "#revoke")
+	tb.confirm("Revoke session #5", false)
+	tb.click("revoke", "#revoke")
+	tb.confirm("Revoke session #5", true)
+	tb.waitFor("the revoke to finish", `document.querySelector("#notice").textContent.includes("revoked")`)
+	if c := lastCall("revoke", 5); c.method != "DELETE" {
+		t.Errorf("revoke sent %s %s", c.method, c.path)
+	}
+	tb.waitFor("the revoke in the audit log", `document.querySelector("#audit-list").textContent.includes("revoke by console")`)
+
+	// Edit the configuration: the changes are spelled out, the API's own
+	// message shown when it refuses.
+	tb.must("edit", chromedp.Click(chromedp.CSS("#edit")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#cfg-capacity").value = "5"`), chromedp.Click(chromedp.CSS("#config-save")))
+	tb.confirm("capacity: 3 → 5", true)
+	if c := lastCall("config", 6); c.method != "PUT" || c.body["capacity"] != float64(5) {
+		t.Errorf("the configuration sent %s %v", c.method, c.body)
+	}
+	tb.waitFor("the form to close", `document.querySelector("#config-form").hidden`)
+	tb.must("edit badly", chromedp.Click(chromedp.CSS("#edit")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#cfg-capacity").value = "many"`), chromedp.Click(chromedp.CSS("#config-save")))
+	tb.confirm(`capacity: 5 → "many"`, true)
+	tb.waitFor("the API's message", `!document.querySelector("#error-box").hidden`)
+	if got := tb.text("#error"); !strings.Contains(got, `"capacity"`) {
+		t.Errorf("#error reads %q, want the API's message about capacity", got)
+	}
+	tb.shot("room-after")
+
+	// A phone: nothing wider than the screen.
+	if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: 375, Height: 800, DeviceScaleFactor: 2, Mobile: true}); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor("a phone-sized layout", `document.documentElement.scrollWidth <= window.innerWidth`)
+	if dir := os.Getenv("WAITROOM_ARTIFACTS"); dir != "" {
+		png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
+		if err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "console-phone.png"), png, 0o644)
+		}
+	}
+
+	tb.click("sign out", "#signout")
+	tb.waitFor("the sign-in form again", `!document.querySelector("#view-signin").hidden`)
+	if ok, _ := tb.eval(`fetch("/admin/api/session").then(r => r.status === 401)`); !ok {
+		t.Errorf("still signed in after signing out")
+	}
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for _, p := range tb.problems {
+		// The wrong tokens' 401 and 429, the refused configuration's 400
+		// and the check after sign-out are expected.
+		if strings.Contains(p, "status of 401") || strings.Contains(p, "status of 400") || strings.Contains(p, "status of 429") {
+			continue
+		}
+		t.Errorf("browser console: %s", p)
+	}
+}

@@ -1,0 +1,230 @@
+package console_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/console"
+)
+
+// fakeAPI stands in for httpapi's admin routes the page calls, so the
+// page can be driven in a browser without the rest of the server. Every
+// route is let in by Console.Authorize alone (no bearer token), as httpapi
+// does for a console cookie, and the requests are recorded.
+type fakeAPI struct {
+	c *console.Console
+
+	mu      sync.Mutex
+	room    waitroom.Room
+	calls   []call
+	audit   []map[string]any
+	changed chan struct{} // a room or audit change for the event streams
+}
+
+// call is one state-changing request the page made.
+type call struct {
+	method, path string
+	body         map[string]any
+}
+
+func newFakeAPI(c *console.Console) *fakeAPI {
+	inv := int64(100)
+	rem := int64(60)
+	return &fakeAPI{c: c, changed: make(chan struct{}, 16), room: waitroom.Room{
+		Name: "demo",
+		RoomConfig: waitroom.RoomConfig{Mode: waitroom.ModeAuto, Capacity: 3, ActiveTimeout: waitroom.Duration(5 * time.Minute),
+			WaitingTimeout: waitroom.Duration(time.Minute), Grace: waitroom.Duration(30 * time.Second), Inventory: &inv},
+		Waiting: 7, Active: 2, LastTicket: 9, Admissions: 2, Sold: 38, Reserved: 2, Remaining: &rem,
+	}}
+}
+
+func (f *fakeAPI) routes(mux *http.ServeMux) {
+	h := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) any) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := f.c.Authorize(r); err != nil {
+				status := map[waitroom.Code]int{waitroom.CodeUnauthorized: 401, waitroom.CodeForbidden: 403}[waitroom.ErrorCode(err)]
+				if status == 0 {
+					status = 500
+				}
+				writeAPI(w, status, map[string]any{"error": map[string]any{
+					"code": waitroom.ErrorCode(err), "message": waitroom.ErrorMessage(err)}})
+				return
+			}
+			if v := fn(w, r); v != nil {
+				writeAPI(w, 200, v)
+			}
+		})
+	}
+	h("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) any {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		state := "open"
+		if f.room.Paused {
+			state = "paused"
+		}
+		return map[string]any{"rooms": []map[string]any{{"name": "demo", "state": state, "waiting": f.room.Waiting,
+			"active": f.room.Active, "capacity": f.room.Capacity, "paused": f.room.Paused,
+			"joins_per_minute": 1.5, "admissions_per_minute": 0.5}}}
+	})
+	h("GET /v1/rooms", func(w http.ResponseWriter, r *http.Request) any {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return map[string]any{"rooms": []waitroom.Room{f.room}}
+	})
+	h("PUT /v1/rooms/demo", func(w http.ResponseWriter, r *http.Request) any {
+		b, _ := io.ReadAll(r.Body)
+		var cfg waitroom.RoomConfig
+		// The real API's decoder: unknown fields (counts) are refused.
+		if err := waitroom.DecodeJSON(b, &cfg); err != nil {
+			writeAPI(w, 400, map[string]any{"error": map[string]any{"code": "invalid_json", "message": waitroom.ErrorMessage(err)}})
+			return nil
+		}
+		f.record(r, b)
+		f.mu.Lock()
+		f.room.RoomConfig = cfg
+		room := f.room
+		f.mu.Unlock()
+		f.addAudit(map[string]any{"room": "demo", "actor": "console", "action": "config"})
+		return room
+	})
+	h("POST /v1/rooms/demo/queue-all", func(w http.ResponseWriter, r *http.Request) any {
+		f.record(r, nil)
+		f.mu.Lock()
+		f.room.Paused = true
+		room := f.room
+		f.mu.Unlock()
+		return room
+	})
+	h("POST /v1/rooms/demo/advance", func(w http.ResponseWriter, r *http.Request) any {
+		b, _ := io.ReadAll(r.Body)
+		f.record(r, b)
+		return map[string]any{"sessions": []map[string]any{{"id": "s8", "ticket": 8, "status": "active"}}}
+	})
+	h("GET /v1/rooms/demo/stats", func(w http.ResponseWriter, r *http.Request) any {
+		return f.stats(time.Now(), 60)
+	})
+	h("GET /v1/rooms/demo/audit", func(w http.ResponseWriter, r *http.Request) any {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		out := make([]map[string]any, len(f.audit))
+		for i, e := range f.audit {
+			out[len(f.audit)-1-i] = e
+		}
+		return map[string]any{"entries": out, "next": ""}
+	})
+	h("GET /v1/rooms/demo/find", func(w http.ResponseWriter, r *http.Request) any {
+		if r.URL.Query().Get("q") != "5" {
+			return map[string]any{"sessions": []any{}, "audit": []any{}}
+		}
+		return map[string]any{"sessions": []map[string]any{{"id": "AAAAAAAAAAUsessionidforfive", "room": "demo",
+			"status": "waiting", "ticket": 5, "position": 3, "ahead": 2, "key": "user-5"}},
+			"audit": []map[string]any{{"id": "a0", "at": "2030-01-01T00:00:00.000Z", "room": "demo", "actor": "api", "action": "advance"}}}
+	})
+	for _, p := range []string{"DELETE /v1/rooms/demo/sessions/{id}", "POST /v1/rooms/demo/sessions/{id}/front", "POST /v1/rooms/demo/sessions/{id}/extend"} {
+		h(p, func(w http.ResponseWriter, r *http.Request) any {
+			b, _ := io.ReadAll(r.Body)
+			f.record(r, b)
+			action := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+			if r.Method == "DELETE" {
+				action = "revoke"
+			}
+			f.addAudit(map[string]any{"room": "demo", "actor": "console", "action": action, "session": r.PathValue("id"), "ticket": 5})
+			return map[string]any{"id": r.PathValue("id"), "room": "demo", "status": "waiting", "ticket": 5, "position": 1}
+		})
+	}
+	h("GET /v1/rooms/demo/admin-events", func(w http.ResponseWriter, r *http.Request) any {
+		f.events(w, r)
+		return nil
+	})
+}
+
+func (f *fakeAPI) record(r *http.Request, b []byte) {
+	var body map[string]any
+	_ = json.Unmarshal(b, &body)
+	f.mu.Lock()
+	f.calls = append(f.calls, call{method: r.Method, path: r.URL.Path, body: body})
+	f.mu.Unlock()
+}
+
+func (f *fakeAPI) callsSoFar() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+func (f *fakeAPI) addAudit(e map[string]any) {
+	f.mu.Lock()
+	e["id"] = fmt.Sprintf("a%d", len(f.audit)+1)
+	e["at"] = time.Now().UTC().Format(waitroom.TimeFormat)
+	f.audit = append(f.audit, e)
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// stats is the /stats answer with n buckets of 10 s up to now.
+func (f *fakeAPI) stats(now time.Time, n int) map[string]any {
+	f.mu.Lock()
+	waiting, active := f.room.Waiting, f.room.Active
+	f.mu.Unlock()
+	end := now.Truncate(10 * time.Second)
+	series := make([]map[string]any, 0, n)
+	for i := n - 1; i >= 0; i-- {
+		series = append(series, map[string]any{"t": end.Add(-time.Duration(i) * 10 * time.Second).UTC().Format(waitroom.TimeFormat),
+			"waiting": waiting + i%5, "active": active, "joins": 2, "admissions": 1, "abandons": i % 2})
+	}
+	return map[string]any{"room": "demo", "at": now.UTC().Format(waitroom.TimeFormat), "step_seconds": 10, "series": series,
+		"waits":    map[string]any{"window_seconds": 900, "count": 12, "p50_ms": 65000, "p90_ms": 185000, "p99_ms": 301000},
+		"estimate": map[string]any{"last_eta_seconds": 95, "count": 12, "mean_error_seconds": -4.5, "mean_abs_error_seconds": 12.25}}
+}
+
+// events is the admin event stream: stats five times a second, the room
+// and the newest audit entry at each change.
+func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(200)
+	rc := http.NewResponseController(w)
+	send := func(event string, v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			if !send("stats", f.stats(time.Now(), 1)) {
+				return
+			}
+		case <-f.changed:
+			f.mu.Lock()
+			room := f.room
+			last := f.audit[len(f.audit)-1]
+			f.mu.Unlock()
+			if !send("room", room) || !send("audit", last) {
+				return
+			}
+		}
+	}
+}
+
+func writeAPI(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
