@@ -3,12 +3,10 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/waitroom/waitroom"
 )
@@ -19,14 +17,6 @@ import (
 
 var _ waitroom.Ledger = (*Store)(nil)
 
-// ledgers holds each Store's ledger state outside the Store, created on
-// first use. The key is weak and a cleanup removes the entry once the Store
-// is garbage, so a Store that is dropped takes its ledger with it.
-var ledgers = struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[Store]]*ledgerState
-}{m: make(map[weak.Pointer[Store]]*ledgerState)}
-
 // ledgerState is one Store's ledger.
 type ledgerState struct {
 	mu      sync.Mutex
@@ -36,26 +26,16 @@ type ledgerState struct {
 	console map[string]time.Time  // sign-in → expiry
 }
 
-// consoleLedger returns s's ledger state.
+// consoleLedger returns s's ledger state, made on first use.
 func (s *Store) consoleLedger() *ledgerState {
-	k := weak.Make(s)
-	ledgers.mu.Lock()
-	defer ledgers.mu.Unlock()
-	l := ledgers.m[k]
-	if l == nil {
-		l = &ledgerState{
+	s.ledgerOnce.Do(func() {
+		s.ledger = &ledgerState{
 			audit:   make(map[string][]auditRec),
 			stats:   make(map[string][]statsRec),
 			console: make(map[string]time.Time),
 		}
-		ledgers.m[k] = l
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) {
-			ledgers.mu.Lock()
-			delete(ledgers.m, k)
-			ledgers.mu.Unlock()
-		}, k)
-	}
-	return l
+	})
+	return s.ledger
 }
 
 // auditID returns the audit entry ID of sequence number seq: 16 digits,

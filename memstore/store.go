@@ -69,6 +69,10 @@ type Store struct {
 
 	failed atomic.Pointer[error] // set when the journal fails: memory no longer matches disk
 	closed atomic.Bool
+
+	// The console's ledger (audit log, stats, sign-ins); see ledger.go.
+	ledgerOnce sync.Once
+	ledger     *ledgerState
 }
 
 var _ waitroom.Store = (*Store)(nil)

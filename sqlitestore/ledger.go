@@ -8,11 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/waitroom/waitroom"
 )
@@ -63,13 +61,6 @@ func createLedger(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// ledgerConns holds each Store's ledger connection, outside the Store. The
-// key is weak and a cleanup closes the handle once the Store is garbage.
-var ledgerConns = struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[Store]]*ledgerConn
-}{m: make(map[weak.Pointer[Store]]*ledgerConn)}
-
 // ledgerConn is one Store's ledger write handle, opened once.
 type ledgerConn struct {
 	mu sync.Mutex
@@ -86,23 +77,7 @@ func (s *Store) ledger(ctx context.Context) (*sql.DB, error) {
 	if err := s.Store.Ping(ctx); err != nil { // the memstore: closed or failed
 		return nil, err
 	}
-	k := weak.Make(s)
-	ledgerConns.mu.Lock()
-	lc := ledgerConns.m[k]
-	if lc == nil {
-		lc = &ledgerConn{}
-		ledgerConns.m[k] = lc
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) {
-			ledgerConns.mu.Lock()
-			lc := ledgerConns.m[k]
-			delete(ledgerConns.m, k)
-			ledgerConns.mu.Unlock()
-			if lc != nil && lc.db != nil {
-				lc.db.Close()
-			}
-		}, k)
-	}
-	ledgerConns.mu.Unlock()
+	lc := &s.ledgerConn
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.db != nil {
@@ -116,16 +91,9 @@ func (s *Store) ledger(ctx context.Context) (*sql.DB, error) {
 	return db, nil
 }
 
-// closeLedger closes s's ledger handle, if one was opened. Close may call
-// it; otherwise the handle is closed once s is garbage (a closed Store
-// never uses it again).
+// closeLedger closes s's ledger handle, if one was opened (Close calls it).
 func (s *Store) closeLedger() error {
-	ledgerConns.mu.Lock()
-	lc := ledgerConns.m[weak.Make(s)]
-	ledgerConns.mu.Unlock()
-	if lc == nil {
-		return nil
-	}
+	lc := &s.ledgerConn
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.db == nil {

@@ -43,6 +43,8 @@ type Store struct {
 	lock     *os.File
 	once     sync.Once
 	closeErr error
+	// ledgerConn is the console ledger's own write handle (see ledger.go).
+	ledgerConn ledgerConn
 }
 
 var _ waitroom.Store = (*Store)(nil)
