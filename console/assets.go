@@ -1,14 +1,12 @@
 package console
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/static"
 )
 
 // files is the console page: no build step, nothing loaded from elsewhere.
@@ -18,10 +16,8 @@ var files embed.FS
 
 // asset is one static file of the page.
 type asset struct {
-	contentType string
-	body        []byte
-	etag        string // quoted strong validator
-	hashed      string // the path under which it is cached for good; "" for index.html
+	*static.File
+	hashed string // the path under which it is cached for good; "" for index.html
 }
 
 func mustRead(name string) []byte {
@@ -33,15 +29,13 @@ func mustRead(name string) []byte {
 }
 
 func newAsset(body []byte, contentType string) *asset {
-	sum := sha256.Sum256(body)
-	v := hex.EncodeToString(sum[:6])
-	return &asset{contentType: contentType, body: body, etag: `"` + v + `"`}
+	return &asset{File: static.New(body, contentType)}
 }
 
 // withHash gives a its content-hashed path, name.<hash>.ext under Prefix.
 func (a *asset) withHash(name string) *asset {
 	base, ext, _ := strings.Cut(name, ".")
-	a.hashed = Prefix + base + "." + strings.Trim(a.etag, `"`) + "." + ext
+	a.hashed = Prefix + base + "." + a.Version + "." + ext
 	return a
 }
 
@@ -78,33 +72,9 @@ func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed, "%s is not allowed here; use GET.", clipMethod(r.Method)))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", a.contentType)
-	h.Set("ETag", a.etag)
 	if r.URL.Path == a.hashed {
-		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+		a.Serve(w, r, static.Immutable)
 	} else {
-		h.Set("Cache-Control", "no-cache")
+		a.Serve(w, r, "no-cache")
 	}
-	if a.matches(r.Header.Get("If-None-Match")) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(a.body)
-	}
-}
-
-// matches reports whether an If-None-Match header names a's ETag (weak
-// comparison, as RFC 9110 asks for this header).
-func (a *asset) matches(header string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == a.etag || tag == "*" {
-			return true
-		}
-	}
-	return false
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/reqbody"
 )
 
 // CookieName is the name of the console's session cookie.
@@ -347,34 +347,11 @@ const maxBody = 4 << 10
 // byte at a time cannot hold a connection.
 const bodyReadTimeout = 10 * time.Second
 
-// readBody reads the whole body, refusing more than maxBody bytes.
+// readBody reads the whole body, refusing more than maxBody bytes (at once
+// if Content-Length says so).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBody {
-		return nil, waitroom.Errorf(waitroom.CodeBodyTooLarge, "The body is larger than %d bytes.", maxBody)
+		return nil, reqbody.TooLarge(maxBody)
 	}
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, waitroom.Errorf(waitroom.CodeBodyTooLarge, "The body is larger than %d bytes.", maxBody)
-		}
-		return nil, &waitroom.Error{Code: waitroom.CodeInvalidRequest, Message: "The body could not be read.", Err: err}
-	}
-	return b, nil
-}
-
-// innermost unwraps w to the server's own writer, which MaxBytesReader
-// tells (without unwrapping) to close the connection after a body too large.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
+	return reqbody.Read(w, r, maxBody, bodyReadTimeout)
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/reqbody"
 )
 
 // maxBody is the largest request body read, 1 MiB.
@@ -23,41 +23,14 @@ var bodyReadTimeout = 10 * time.Second
 // limitBodyTime sets the body read deadline; writers that cannot (test
 // recorders) are left as they are.
 func limitBodyTime(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	reqbody.SetDeadline(w, bodyReadTimeout)
 }
 
 // readBody reads the whole body within bodyReadTimeout, refusing more than
-// maxBody bytes with CodeBodyTooLarge.
+// maxBody bytes with CodeBodyTooLarge. A request without a body (a join
+// without a key, the most common POST) reads as nil.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		// The server's request for Content-Length: 0 (a join without a
-		// key, the most common POST): nothing to read, no deadline to set,
-		// no buffer.
-		return nil, nil
-	}
-	limitBodyTime(w)
-	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, waitroom.Errorf(waitroom.CodeBodyTooLarge, "The body is larger than %d bytes.", maxBody)
-		}
-		return nil, &waitroom.Error{Code: waitroom.CodeInvalidRequest, Message: "The body could not be read.", Err: err}
-	}
-	return b, nil
-}
-
-// innermost unwraps w to the server's own writer. MaxBytesReader tells that
-// writer (by a type assertion that does not unwrap) to close the connection
-// after an oversized body instead of reading the rest of it.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
+	return reqbody.Read(w, r, maxBody, bodyReadTimeout)
 }
 
 // discardBody reads and drops at most maxBody bytes, for endpoints that

@@ -1,13 +1,11 @@
 package web
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"html/template"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/waitroom/waitroom/static"
 )
 
 // files holds everything the pages need; nothing is loaded from elsewhere
@@ -18,12 +16,9 @@ var files embed.FS
 
 // asset is one static file served with a content hash for caching.
 type asset struct {
-	name        string // file name under assets/ and under AssetPrefix
-	path        string // URL path
-	contentType string
-	body        []byte
-	etag        string // quoted strong validator
-	version     string // short hash, the ?v= of versioned URLs
+	*static.File        // its Version is the ?v= of versioned URLs
+	name         string // file name under assets/ and under AssetPrefix
+	path         string // URL path
 }
 
 func mustAsset(name, path, contentType string) *asset {
@@ -31,9 +26,7 @@ func mustAsset(name, path, contentType string) *asset {
 	if err != nil {
 		panic("web: embedded asset missing: " + err.Error())
 	}
-	sum := sha256.Sum256(b)
-	v := hex.EncodeToString(sum[:6])
-	return &asset{name: name, path: path, contentType: contentType, body: b, etag: `"` + v + `"`, version: v}
+	return &asset{File: static.New(b, contentType), name: name, path: path}
 }
 
 // The static files. Pages link them with ?v=<hash>, so a new release is
@@ -48,7 +41,7 @@ var (
 
 // url is the versioned URL of a, for pages to link.
 func (a *asset) url() template.URL {
-	return template.URL(a.path + "?v=" + a.version)
+	return template.URL(a.path + "?v=" + a.Version)
 }
 
 // asset serves a static file. A request for the current version (?v=hash)
@@ -57,35 +50,11 @@ func (a *asset) url() template.URL {
 // any origin (apps embed /waitroom.js in their own pages).
 func (h *Handler) asset(a *asset) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Type", a.contentType)
-		hd.Set("ETag", a.etag)
-		hd.Set("Cross-Origin-Resource-Policy", "cross-origin")
-		if r.URL.Query().Get("v") == a.version {
-			hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+		w.Header().Set("Cross-Origin-Resource-Policy", "cross-origin")
+		if r.URL.Query().Get("v") == a.Version {
+			a.Serve(w, r, static.Immutable)
 		} else {
-			hd.Set("Cache-Control", "public, max-age=300")
-		}
-		if a.matches(r.Header.Get("If-None-Match")) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		hd.Set("Content-Length", strconv.Itoa(len(a.body)))
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write(a.body)
+			a.Serve(w, r, "public, max-age=300")
 		}
 	}
-}
-
-// matches reports whether an If-None-Match header names a's ETag (weak
-// comparison, as RFC 9110 asks for this header).
-func (a *asset) matches(header string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == a.etag || tag == "*" {
-			return true
-		}
-	}
-	return false
 }
