@@ -16,6 +16,15 @@ import (
 // the scripts' work, bound a busy store's throughput. An idle store sends
 // a call at once, alone, so pipelining adds no latency when there is no
 // queue. This is group commit, as sqlitestore does it for fsyncs.
+//
+// A caller waits for its answer at most callBound (when the client's
+// timeouts are known): runners send on no caller's time, so no caller
+// waits out more than its own bound. Without it a hanging Redis held a
+// caller for a wait in the queue, then its batch join's pipeline (go-redis
+// retries a pipeline, and the handshake of each connection it dials for
+// it, so a pipeline to a frozen Redis takes up to four read timeouts, not
+// two), then the run of its join alone after the batch failed: 10 s and
+// more, where Open promises about 6.
 
 // pipeline limits.
 const (
@@ -38,6 +47,34 @@ const (
 
 // errQueueWait fails a call that waited too long to be sent.
 var errQueueWait = errors.New("redisstore: Redis is not answering; the call was not sent")
+
+// errCallBound fails a call whose answer did not come within callBound.
+var errCallBound = errors.New("redisstore: Redis did not answer in time")
+
+// callBound is the longest a caller waits for a script run on client:
+// maxQueueWait to be sent, then the read timeout of each of go-redis'
+// tries (Open's defaults: 3 s + 2 × 1.5 s = 6 s). It is 0, no bound, when
+// the client's read timeout is unknown or unbounded. The run itself may
+// go on, and complete in Redis, after its caller was told it failed, as
+// after any read timeout.
+func callBound(client redis.UniversalClient) time.Duration {
+	var read time.Duration
+	var retries int
+	switch c := client.(type) {
+	case *redis.Client: // standalone and Sentinel
+		o := c.Options()
+		read, retries = o.ReadTimeout, o.MaxRetries
+	case *redis.ClusterClient:
+		o := c.Options()
+		read, retries = o.ReadTimeout, o.MaxRetries
+	default:
+		return 0
+	}
+	if read <= 0 {
+		return 0
+	}
+	return maxQueueWait + time.Duration(max(retries, 0)+1)*read
+}
 
 // scriptCall is one script run waiting for its pipeline.
 type scriptCall struct {
@@ -64,14 +101,27 @@ type pipeliner struct {
 	// subscribers (who hear their own process's events only from replies).
 	orphan func(v []any)
 
+	// bound is callBound(client), worked out once.
+	boundOnce sync.Once
+	bound     time.Duration
+
 	mu      sync.Mutex
 	queue   []*scriptCall
 	running int
 }
 
 // do runs the script with keys and args, in a pipeline with whatever else
-// is queued, and returns its reply.
+// is queued, and returns its reply, or fails with errCallBound once the
+// call has taken callBound.
 func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, error) {
+	p.boundOnce.Do(func() { p.bound = callBound(p.client) })
+	if p.bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, p.bound, errCallBound)
+		// Once the caller has gone, a call still queued (or queued again,
+		// after its batch failed) is not sent.
+		defer cancel()
+	}
 	c := &scriptCall{keys: keys, args: args, ctx: ctx, done: make(chan struct{}), queued: time.Now()}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
@@ -81,17 +131,10 @@ func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, e
 	}
 	p.mu.Unlock()
 	if lead {
-		p.runOnce()
-		// The caller's own call went in the batch it sent; whatever queued
-		// meanwhile goes on without holding this caller.
-		p.mu.Lock()
-		if len(p.queue) > 0 {
-			p.mu.Unlock()
-			go p.drain()
-		} else {
-			p.running--
-			p.mu.Unlock()
-		}
+		// A new runner sends the queue, this call in it. The caller only
+		// waits, as every other caller does, so that its bound holds
+		// however long the pipeline takes.
+		go p.drain()
 	}
 	select {
 	case <-c.done:
@@ -107,6 +150,9 @@ func (p *pipeliner) do(ctx context.Context, keys []string, args []any) ([]any, e
 					p.orphan(c.v)
 				}
 			}()
+		}
+		if context.Cause(ctx) == errCallBound {
+			return nil, errCallBound
 		}
 		return nil, ctx.Err()
 	}

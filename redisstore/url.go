@@ -30,9 +30,12 @@ import (
 // write_timeout 1.5s, max_retries 1, so that a Redis that hangs (a frozen
 // host, a network dropping packets) makes calls fail with unavailable in
 // about 3 seconds instead of go-redis' default of about 10; the outage
-// policy (fail closed or open) then takes over. A script that runs longer
-// than the read timeout (a forced DeleteRoom of a huge room) still
-// completes in Redis, though its caller is told it failed.
+// policy (fail closed or open) then takes over. An operation on a room
+// waits at most 3 seconds more for a pipeline to Redis, so it fails
+// within 6 seconds in all (pipeline.go's callBound), however many tries
+// go-redis makes. A script that runs longer than the read timeout (a
+// forced DeleteRoom of a huge room) still completes in Redis, though its
+// caller is told it failed.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	client, err := newClient(rawURL)
 	if err != nil {

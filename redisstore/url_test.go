@@ -1,7 +1,11 @@
 package redisstore
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,4 +124,95 @@ func TestNewClientBoundsCalls(t *testing.T) {
 				tc.url, read, write, retries, tc.read, tc.write, tc.retries)
 		}
 	}
+}
+
+// callBound follows the client's read timeout and retries.
+func TestCallBound(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want time.Duration
+	}{
+		{"redis://h:1/0", maxQueueWait + 2*callTimeout}, // 6s, as Open documents
+		{"redis://h:1/0?read_timeout=5s&max_retries=3", maxQueueWait + 4*5*time.Second},
+		{"redis://h:1/0?max_retries=-1", maxQueueWait + callTimeout},
+		{"redis://h:1/0?read_timeout=-1", 0},
+		{"redis+cluster://a:1,b:2", maxQueueWait + 2*callTimeout},
+		{"redis+sentinel://a:1/m", maxQueueWait + 2*callTimeout},
+	} {
+		c, err := newClient(tc.url)
+		if err != nil {
+			t.Fatalf("newClient(%q): %v", tc.url, err)
+		}
+		if got := callBound(c); got != tc.want {
+			t.Errorf("callBound(%q) = %s, want %s", tc.url, got, tc.want)
+		}
+		_ = c.Close()
+	}
+}
+
+// With Open's bounds, a Redis that accepts connections and never answers
+// (a frozen host) fails every call within callBound, joins merged in a
+// batch included: go-redis alone takes longer (it retries the pipeline and
+// each new connection's handshake), and a failed batch's joins are sent
+// again, so without the bound the slowest join here took 14 s.
+func TestFrozenRedisBoundsCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out timeouts; skipped with -short")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); held.Wait() })
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	held.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Go(func() { <-stop; conn.Close() }) // read nothing, answer nothing
+		}
+	})
+	client, err := newClient("redis://" + ln.Addr().String() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	p := &pipeliner{client: client, inFlight: defaultInFlight}
+	bound := callBound(client) // 3s + 2 × 1.5s
+	join := func(i int) []any {
+		// Store.args' layout; see mergeJoins.
+		return []any{"join", "r", int64(1), "pid", "0", "ch", "0", "1000", "100", "1000", "", fmt.Sprintf("secret-%d", i)}
+	}
+	keys := []string{"wr:{r}:room"}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest time.Duration
+	for i := range 40 {
+		// Eight at once, so they merge into batch joins, every half second,
+		// so later ones queue behind pipelines waiting on the frozen server.
+		if i > 0 && i%8 == 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		wg.Go(func() {
+			start := time.Now()
+			_, err := p.do(context.Background(), keys, join(i))
+			took := time.Since(start)
+			if err == nil {
+				t.Errorf("join %d on a frozen Redis succeeded", i)
+			}
+			mu.Lock()
+			slowest = max(slowest, took)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	// The margin is for a loaded machine.
+	if margin := 2 * time.Second; slowest > bound+margin {
+		t.Errorf("slowest call on a frozen Redis failed after %s, want within %s (+%s)", slowest, bound, margin)
+	}
+	t.Logf("bound %s, slowest %s", bound, slowest)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,6 +38,13 @@ const (
 	// again once Redis is back. go-redis redials at once; the bound is
 	// loose for a loaded CI machine.
 	faultResumeBound = 15 * time.Second
+	// faultAnswerBound is how long a request may take to be answered 503
+	// while Redis is unreachable. redisstore promises 6 s for a call on a
+	// room (up to 3 s waiting for a pipeline to Redis, then go-redis' two
+	// tries of 1.5 s each, cut off there however long go-redis takes); the
+	// 2 s margin is for a CI machine whose 2 cores are saturated, and it
+	// keeps the bound within the 10 s outage.
+	faultAnswerBound = 8 * time.Second
 )
 
 // AOF settings the tests run Redis with.
@@ -538,15 +546,15 @@ func TestRedisUnreachableTenSeconds(t *testing.T) {
 				probes = collect()
 			}
 			var slowest time.Duration
-			late := 0
+			var late []string
 			for _, p := range probes {
 				switch {
+				case p.at.After(up):
+					// Held past the outage, whatever the answer: by the
+					// Redis that came back, or a 503 that came too late.
+					late = append(late, fmt.Sprintf("process %d %s answered %v after %v", p.proc, p.what, p.err, p.took.Round(time.Millisecond)))
 				case isUnavailable(p.err):
 					slowest = max(slowest, p.took)
-				case p.err == nil && p.at.After(up):
-					// A frozen Redis holds the request until the client
-					// library gives up; this one outlived the outage.
-					late++
 				default:
 					t.Errorf("process %d: %s with Redis unreachable answered %v, want 503 unavailable", p.proc, p.what, p.err)
 				}
@@ -567,16 +575,23 @@ func TestRedisUnreachableTenSeconds(t *testing.T) {
 				"probes: slowest 503 %v, %d of %d answered only after the outage; %d transport errors; lost %d; unsure joins that landed %d, did not %d; "+
 				"service resumed %v after Redis came back",
 				name, outage, out.acked, during, l.leaves, l.unavailable, l.slowest503.Round(time.Millisecond), slowest.Round(time.Millisecond),
-				late, len(probes), l.transport, out.lost, out.landed, out.notThere, resume.Round(time.Millisecond))
+				len(late), len(probes), l.transport, out.lost, out.landed, out.notThere, resume.Round(time.Millisecond))
 			if out.lost > 0 {
 				t.Errorf("%d acknowledged joins lost, want 0", out.lost)
 			}
 			// A stopped Redis refuses connections, so the 503 comes within
 			// go-redis' retries (about 1–2 s here). A frozen one holds each
 			// call until its read timeout: redisstore.Open bounds calls to
-			// 1.5 s and one retry, so the 503 comes within the outage too.
-			if frozen && late > 0 {
-				t.Errorf("%d of %d probes were answered only after the outage, want 503 unavailable within it", late, len(probes))
+			// 1.5 s and one retry, and redisstore cuts off a call on a room
+			// that has taken 6 s however often go-redis tries, so the 503
+			// comes within faultAnswerBound, well within the outage.
+			if len(late) > 0 {
+				t.Errorf("%d of %d probes were answered only after the outage, want 503 unavailable within it: %s",
+					len(late), len(probes), strings.Join(late, "; "))
+			}
+			if slowest > faultAnswerBound || l.slowest503 > faultAnswerBound {
+				t.Errorf("answers 503 came after up to %v (probes) and %v (the load), want within %v",
+					slowest.Round(time.Millisecond), l.slowest503.Round(time.Millisecond), faultAnswerBound)
 			}
 			if l.unavailable == 0 {
 				t.Error("no request of the load was answered 503 unavailable during the outage")
