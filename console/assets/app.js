@@ -211,6 +211,8 @@
       clearInterval(rv.stateTimer);
       rv = null;
     }
+    // A view left behind says nothing about the next one.
+    setText($("live-status"), "");
   }
 
   function route() {
@@ -371,7 +373,7 @@
     showView("room");
     rv = { name, room: null, es: null, retry: 0, stateTimer: 0, series: new Map(), at: 0,
       waits: null, estimate: null, state: "", auditNext: "",
-      found: null, selected: null };
+      found: null, selected: null, gone: false };
     setText($("room-name"), name);
     badge($("room-state"), "");
     for (const id of ["stat-waiting", "stat-active", "stat-admissions", "stat-joins", "stat-abandons",
@@ -388,7 +390,7 @@
     focusHeading("room-title");
     const mine = rv;
     Promise.all([loadRoom(), loadStats(), loadAudit(false), loadState()]).then(() => {
-      if (rv === mine) connect();
+      if (rv === mine && !mine.gone) connect();
     });
     rv.stateTimer = setInterval(loadState, 10000);
   }
@@ -404,6 +406,10 @@
       if (!current(mine)) return;
       const room = ((a && a.rooms) || []).find((r) => r.room === mine.name);
       if (!room) {
+        // Nothing to stream: no live connection, no retries.
+        mine.gone = true;
+        if (mine.es) mine.es.close();
+        setText($("live-status"), "Not connected: no such room.");
         showError({ message: "There is no room named \u201c" + mine.name + "\u201d." });
         return;
       }
@@ -454,6 +460,14 @@
     es.addEventListener("stats", parse((d) => applyStats(d, false)));
     es.addEventListener("room", parse(setRoom));
     es.addEventListener("audit", parse((d) => addAudit($("audit-list"), [d], true)));
+    // The server's last word when the room is deleted: stop, rather than
+    // reconnect to a room that is gone.
+    es.addEventListener("deleted", parse(() => {
+      mine.gone = true;
+      es.close();
+      setText($("live-status"), "Disconnected: the room was deleted.");
+      showError({ message: "Room \u201c" + mine.name + "\u201d was deleted." });
+    }));
     es.addEventListener("error", () => {
       if (!current(mine)) return;
       if (es.readyState !== EventSource.CLOSED) {
@@ -474,7 +488,7 @@
         }
         if (!current(mine)) return;
         await Promise.all([loadRoom(), loadStats()]);
-        if (current(mine)) connect();
+        if (current(mine) && !mine.gone) connect();
       }, 3000);
     });
   }
@@ -800,9 +814,9 @@
 
   // ---------- find a session ----------
 
-  function describe(s) {
-    return "session " + (s.ticket ? "#" + s.ticket : String(s.id).slice(0, 11) + "…") + " (" + s.status + ")";
-  }
+  // label names a session; describe adds its status as last read.
+  const label = (s) => "session " + (s.ticket ? "#" + s.ticket : String(s.id).slice(0, 11) + "…");
+  const describe = (s) => label(s) + " (" + s.status + ")";
 
   async function find(q) {
     const mine = rv;
@@ -882,7 +896,7 @@
   $("revoke").addEventListener("click", () => sessionAct($("revoke"),
     (s) => "Revoke " + describe(s) + " in room " + rv.name + "?",
     "It ends now (end reason revoked); an active slot goes to the next in line at once.", "Revoke",
-    (p) => api("DELETE", p), (s) => describe(s) + " is revoked."));
+    (p) => api("DELETE", p), (s) => label(s) + " is revoked."));
 
   $("front-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -897,7 +911,7 @@
       "Move to front", (p) => api("POST", p + "/front", { reason }),
       (s) => {
         $("front-reason").value = "";
-        return describe(s) + " is now first in line.";
+        return label(s) + " is now first in line.";
       });
   });
 
@@ -906,7 +920,7 @@
     const by = $("extend-by").value.trim();
     sessionAct($("extend"), (s) => "Give " + describe(s) + " " + by + " more?",
       "Its max-session deadline moves " + by + " later and its idle timer starts again.", "Extend",
-      (p) => api("POST", p + "/extend", { by }), (s) => describe(s) + " has " + by + " more.");
+      (p) => api("POST", p + "/extend", { by }), (s) => label(s) + " has " + by + " more.");
   });
 
   // ---------- audit log ----------
