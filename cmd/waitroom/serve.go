@@ -404,7 +404,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var cons *console.Console
 	var consoleAuth httpapi.Authorizer
 	if ledger != nil {
-		stats = roomstats.New(store, ledger, roomstats.Options{ETA: roomstats.EstimatorETA(estimator), Clock: clock, Logger: logger})
+		// Counts go to the store every quarter second, so the console's
+		// live view (read twice a second) is under a second behind.
+		stats = roomstats.New(store, ledger, roomstats.Options{ETA: roomstats.EstimatorETA(estimator), Sample: 250 * time.Millisecond,
+			Clock: clock, Logger: logger})
 		defer stats.Close()
 		cons = console.New(console.Options{AdminToken: token, Ledger: ledger, Clock: clock, TrustedProxies: lim.proxies, Logger: logger})
 		consoleAuth = cons
