@@ -16,7 +16,7 @@ func FuzzParseOrigin(f *testing.F) {
 	for _, s := range []string{"https://shop.example", "HTTPS://Shop.Example:443", "http://localhost:3000/", "https://shop.example/cart",
 		"https://u:p@shop.example", "javascript:alert(1)", "//evil.example", "https://", "https://a.example?x", "https://a.example#f",
 		"https://[::1]:8080", "https://a.example\t", "", strings.Repeat("a", 3000),
-		"https://a.example" + strings.Repeat("\xaa", 1000), "https://bücher.example"} {
+		"https://a.example" + strings.Repeat("\xaa", 1000), "https://bücher.example", "HTTP://%80", "https://a%2eexample"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -274,10 +274,11 @@ func ParseOrigin(v string) (string, error) {
 		return "", fmt.Errorf("%.40q… is too long", v)
 	}
 	for i := 0; i < len(v); i++ {
-		if v[i] <= ' ' || v[i] >= 0x7f {
+		if v[i] <= ' ' || v[i] >= 0x7f || v[i] == '%' {
 			// Browsers send an Origin in ASCII, an international name in
-			// its xn-- form; anything else could never match one.
-			return "", fmt.Errorf("%.40q is not an origin: write it in ASCII, an international host name in its xn-- form", v)
+			// its xn-- form; anything else could never match one. A
+			// percent escape would decode to a byte no Origin has.
+			return "", fmt.Errorf("%.40q is not an origin: write it in ASCII without %%-escapes, an international host name in its xn-- form", v)
 		}
 	}
 	u, err := url.Parse(v)

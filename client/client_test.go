@@ -19,17 +19,14 @@ import (
 
 const token = "client-test-token"
 
-// fixedClock is a clock the test moves by hand (single goroutine use).
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.t }
-
 // newServer starts the API over a fresh memstore and returns a client
 // without the admin token and one with it.
-func newServer(t *testing.T) (public, admin *client.Client, clock *fixedClock) {
+func newServer(t *testing.T) (public, admin *client.Client, clock *waitroom.ManualClock) {
 	t.Helper()
 	store := memstore.New()
-	clock = &fixedClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	// A manual clock, safe to read from the server's goroutines (the
+	// console's stats recorder samples it) while the test moves it.
+	clock = waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Clock: clock}))
 	t.Cleanup(func() {
 		srv.Close()
@@ -65,10 +62,10 @@ func TestSessionLifecycle(t *testing.T) {
 	if err != nil || got.ID != second.ID || got.Position != 1 || got.Waiting != 1 || got.Active != 1 || got.Capacity != 1 {
 		t.Errorf("Session: got %+v, %v, want the waiting session with totals 1/1/1", got, err)
 	}
-	if !got.JoinedAt.Equal(clock.t) {
-		t.Errorf("Session joined_at: got %v, want %v", got.JoinedAt, clock.t)
+	if !got.JoinedAt.Equal(clock.Now()) {
+		t.Errorf("Session joined_at: got %v, want %v", got.JoinedAt, clock.Now())
 	}
-	clock.t = clock.t.Add(time.Second)
+	clock.Set(clock.Now().Add(time.Second))
 	hb, err := pub.Heartbeat(ctx, "shop", first.ID)
 	if err != nil || hb.Status != waitroom.StatusActive {
 		t.Errorf("Heartbeat: got %+v, %v, want active", hb, err)

@@ -19,7 +19,7 @@ func TestDrawAndStock(t *testing.T) {
 	cfg.Capacity = 5
 	inv := int64(2)
 	cfg.Inventory = &inv
-	cfg.OpensAt = clock.t.Add(time.Minute)
+	cfg.OpensAt = clock.Now().Add(time.Minute)
 	if _, _, err := adm.PutRoom(ctx, "drop", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestDrawAndStock(t *testing.T) {
 	if err != nil || st.Entrants != 3 || !st.OpensAt.Equal(cfg.OpensAt) {
 		t.Fatalf("Room = %+v, %v; want 3 entrants and the opening", st, err)
 	}
-	clock.t = cfg.OpensAt
+	clock.Set(cfg.OpensAt)
 	after, err := pub.Draw(ctx, "drop")
 	if err != nil || waitroom.VerifyDraw(after) != nil || after.Commitment != before.Commitment || len(after.Entries) != 3 {
 		t.Fatalf("Draw after the opening = %+v, %v", after, err)
