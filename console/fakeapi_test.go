@@ -119,6 +119,13 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 		return map[string]any{"entries": out, "next": ""}
 	})
 	h("GET /v1/rooms/demo/find", func(w http.ResponseWriter, r *http.Request) any {
+		if r.URL.Query().Get("q") == "user" {
+			// Two sessions: the page offers a choice between them.
+			return map[string]any{"sessions": []map[string]any{
+				{"id": "AAAAAAAAAAUsessionidforfive", "room": "demo", "status": "waiting", "ticket": 5, "position": 3, "ahead": 2, "key": "user-5"},
+				{"id": "AAAAAAAAAAYsessionidforsix", "room": "demo", "status": "active", "ticket": 6, "key": "user-6"}},
+				"audit": []any{}}
+		}
 		if r.URL.Query().Get("q") != "5" {
 			return map[string]any{"sessions": []any{}, "audit": []any{}}
 		}

@@ -180,7 +180,9 @@
   $("confirm-cancel").addEventListener("click", () => $("confirm").close("cancel"));
 
   // Runs a confirmed action: messages cleared, the button busy meanwhile,
-  // the API's own message shown on failure.
+  // the API's own message shown on failure. Being disabled, the button
+  // cannot take the focus back when a dialog closes: it gets it here once
+  // enabled, when nothing else has taken it.
   async function act(button, fn) {
     clearMessages();
     if (button) button.disabled = true;
@@ -189,9 +191,19 @@
     } catch (e) {
       if (e.status !== 401) showError(e);
     } finally {
-      if (button) button.disabled = false;
+      if (button) {
+        button.disabled = false;
+        if (focusLost() && button.isConnected && !button.hidden) button.focus();
+      }
     }
   }
+
+  // focusLost reports whether the focus is nowhere in particular, or on
+  // something no longer shown (a closed dialog, a hidden button).
+  const focusLost = () => {
+    const a = document.activeElement;
+    return !a || a === document.body || a.getClientRects().length === 0;
+  };
 
   // ---------- views and routing ----------
 
@@ -691,6 +703,9 @@
       if (!rv || !rv.room) return;
       if (!(await confirmAction(label + " room " + rv.name + "?", text, label))) return;
       await putConfig(Object.assign(configOf(rv.room), { paused }), "Room " + rv.name + done);
+      // This button is hidden now: the focus goes to the one shown instead.
+      const other = $(paused ? "resume" : "pause");
+      if (focusLost() && !other.hidden) other.focus();
     }));
   }
 
