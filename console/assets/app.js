@@ -680,12 +680,21 @@
     renderStats();
   }
 
-  // setRoom shows a room the API answered with after a change.
+  // stateKey is what of a room its state (open, paused, scheduled, drawing,
+  // closed, sold out) depends on, besides the clock.
+  function stateKey(r) {
+    return JSON.stringify([r.paused, r.opens_at, r.closes_at, r.inventory, r.remaining === 0, r.reserved === 0, !!r.entrants]);
+  }
+
+  // setRoom shows a room the API answered with after a change. The state
+  // badge is asked for again only when what it depends on changed (the
+  // counts change every tick under load); the 10 s timer covers the clock.
   function setRoom(room) {
     if (!room || !rv || room.room !== rv.name) return;
+    const changed = !rv.room || stateKey(rv.room) !== stateKey(room);
     rv.room = room;
     renderRoom();
-    loadState();
+    if (changed) loadState();
   }
 
   async function putConfig(cfg, done) {
