@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +14,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/console"
-	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/browsertest"
 )
 
 // auditJS checks the page as it is shown now, in the page, and returns
@@ -176,9 +172,7 @@ const activeJS = `(() => {
 // strings evaluates expr, which returns an array of strings.
 func (tb *tab) strings(what, expr string) []string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
-	defer cancel()
-	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr, chromedp.EvalWithCommandLineAPI))
+	out, err := browsertest.Eval[[]string](tb.Tab, 5*time.Second, expr, chromedp.EvalWithCommandLineAPI)
 	if err != nil {
 		tb.t.Fatalf("%s: %v", what, err)
 	}
@@ -187,13 +181,7 @@ func (tb *tab) strings(what, expr string) []string {
 
 func (tb *tab) str(expr string) string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		tb.t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return browsertest.MustEval[string](tb.Tab, 3*time.Second, expr)
 }
 
 // audit runs checks 1 to 3 on the page as shown, in the DOM and in
@@ -219,7 +207,7 @@ var namedRoles = map[string]bool{
 // screen reader reaches and that have no name.
 func (tb *tab) axNames() []string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(tb.Ctx, 5*time.Second)
 	defer cancel()
 	tree, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
@@ -307,12 +295,12 @@ func (tb *tab) focusOn(what, sel string) {
 // desktop size.
 func (tb *tab) phone(view string) {
 	tb.t.Helper()
-	if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+	if _, err := chromedp.Call(tb.Ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: 375, Height: 800, DeviceScaleFactor: 2, Mobile: true}); err != nil {
 		tb.t.Fatal(err)
 	}
 	defer func() {
-		if _, err := chromedp.Call(tb.ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err != nil {
+		if _, err := chromedp.Call(tb.Ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err != nil {
 			tb.t.Fatal(err)
 		}
 	}()
@@ -328,14 +316,7 @@ func (tb *tab) phone(view string) {
 // sign-in, rooms and room views, the confirmation dialog, the
 // configuration form and the find results.
 func TestConsoleAccessible(t *testing.T) {
-	clock := waitroom.NewManualClock(time.Now())
-	c := console.New(console.Options{AdminToken: token, Ledger: memstore.New(), Clock: clock})
-	api := newFakeAPI(c)
-	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, c.Handler())
-	api.routes(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	_, api, srv := newPageSite(t)
 	tb := newTab(t)
 	calls := func(want int, what string) {
 		t.Helper()
@@ -459,9 +440,7 @@ func TestConsoleAccessible(t *testing.T) {
 	tb.waitFor("the sign-in form again", `!document.querySelector("#view-signin").hidden`)
 	tb.focusOn("signed out", "#token")
 
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	for _, p := range tb.problems {
+	for _, p := range tb.ConsoleProblems() {
 		// Before signing in, the page asks whether it is: 401.
 		if strings.Contains(p, "status of 401") && strings.Contains(p, "/admin/api/session") {
 			continue

@@ -1,14 +1,12 @@
 package console_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,119 +14,63 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/browsertest"
 	"github.com/waitroom/waitroom/console"
 	"github.com/waitroom/waitroom/memstore"
 )
 
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/bin/chromium"
-
 // tab is one headless Chromium tab and what its pages wrote to the console.
 type tab struct {
-	t   *testing.T
-	ctx context.Context
-
-	mu       sync.Mutex
-	problems []string
+	*browsertest.Tab
+	t *testing.T
 }
 
 // newTab starts Chromium, or skips the test when it is not installed (a
 // failure under CI=true, where it must be).
 func newTab(t *testing.T) *tab {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		msg := fmt.Sprintf("browser tests need Chromium at %s: install the Debian package chromium (apt-get install chromium)", chromiumPath)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("lang", "en-US"), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	tb := &tab{t: t, ctx: ctx}
-	// The browser lives as long as the context of its first action: start
-	// it with an empty Do on ctx, guarded by a timer.
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("starting Chromium: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("Chromium did not start within 20s")
-	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() || m.Type == chromedp.ConsoleWarning {
-				tb.mu.Lock()
-				tb.problems = append(tb.problems, fmt.Sprintf("%s %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
-				tb.mu.Unlock()
-			}
-		}
-	}()
-	return tb
+	return &tab{Tab: browsertest.New(t, browsertest.Options{Width: 1100, Height: 900}), t: t}
 }
 
-func (tb *tab) do(d time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
-	ctx, cancel := context.WithTimeout(tb.ctx, d)
-	defer cancel()
-	return chromedp.Do(ctx, actions...)
+// newPageSite serves the console and a stand-in of the admin API, on a
+// manual clock.
+func newPageSite(t *testing.T) (*waitroom.ManualClock, *fakeAPI, *httptest.Server) {
+	t.Helper()
+	clock := waitroom.NewManualClock(time.Now())
+	c := console.New(console.Options{AdminToken: token, Ledger: memstore.New(), Clock: clock})
+	api := newFakeAPI(c)
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, c.Handler())
+	api.routes(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return clock, api, srv
 }
 
 // must runs actions, failing the test with what it was doing.
 func (tb *tab) must(what string, actions ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
-	if err := tb.do(5*time.Second, actions...); err != nil {
+	if err := tb.Do(5*time.Second, actions...); err != nil {
 		tb.shot("failed")
 		tb.t.Fatalf("%s: %v", what, err)
 	}
 }
 
 func (tb *tab) eval(expr string) (bool, error) {
-	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
+	return browsertest.Eval[bool](tb.Tab, 3*time.Second, expr, chromedp.EvalAwaitPromise)
 }
 
 // waitFor evaluates a JavaScript condition until it holds, failing the
 // test after 5 s.
 func (tb *tab) waitFor(what, cond string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if ok, err := tb.eval("!!(" + cond + ")"); err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.shot("failed")
-			tb.t.Fatalf("%s: %s did not hold within 5s (page: %q)", what, cond, tb.text("main"))
-		}
-		time.Sleep(25 * time.Millisecond)
+	if !tb.WaitUntil(5*time.Second, cond) {
+		tb.shot("failed")
+		tb.t.Fatalf("%s: %s did not hold within 5s (page: %q)", what, cond, tb.text("main"))
 	}
 }
 
-func (tb *tab) text(selector string) string {
-	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, selector)))
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return strings.Join(strings.Fields(v), " ")
-}
+func (tb *tab) text(selector string) string { return tb.Text(selector) }
 
 // shot saves a screenshot of the whole page under $WAITROOM_ARTIFACTS
 // when it is set.
@@ -137,9 +79,7 @@ func (tb *tab) shot(step string) {
 	if dir == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := tb.Screenshot(5*time.Second, chromedp.FullScreenshot(100))
 	if err == nil {
 		_ = os.WriteFile(filepath.Join(dir, "console-"+step+".png"), png, 0o644)
 	}
@@ -172,15 +112,7 @@ func (tb *tab) confirm(want string, ok bool) {
 // TestPageInBrowser drives the page through every control against a
 // stand-in of the admin API, checking each request it makes.
 func TestPageInBrowser(t *testing.T) {
-	clock := waitroom.NewManualClock(time.Now())
-	c := console.New(console.Options{AdminToken: token, Ledger: memstore.New(), Clock: clock})
-	api := newFakeAPI(c)
-	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, c.Handler())
-	api.routes(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-
+	clock, api, srv := newPageSite(t)
 	tb := newTab(t)
 	lastCall := func(what string, n int) call {
 		t.Helper()
@@ -310,13 +242,13 @@ func TestPageInBrowser(t *testing.T) {
 	tb.shot("room-after")
 
 	// A phone: nothing wider than the screen.
-	if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+	if _, err := chromedp.Call(tb.Ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: 375, Height: 800, DeviceScaleFactor: 2, Mobile: true}); err != nil {
 		t.Fatal(err)
 	}
 	tb.waitFor("a phone-sized layout", `document.documentElement.scrollWidth <= window.innerWidth`)
 	if dir := os.Getenv("WAITROOM_ARTIFACTS"); dir != "" {
-		png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
+		png, err := chromedp.Run(tb.Ctx, chromedp.CaptureScreenshot())
 		if err == nil {
 			_ = os.WriteFile(filepath.Join(dir, "console-phone.png"), png, 0o644)
 		}
@@ -327,9 +259,7 @@ func TestPageInBrowser(t *testing.T) {
 	if ok, _ := tb.eval(`fetch("/admin/api/session").then(r => r.status === 401)`); !ok {
 		t.Errorf("still signed in after signing out")
 	}
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	for _, p := range tb.problems {
+	for _, p := range tb.ConsoleProblems() {
 		// The wrong tokens' 401 and 429, the refused configuration's 400
 		// and the check after sign-out are expected.
 		if strings.Contains(p, "status of 401") || strings.Contains(p, "status of 400") || strings.Contains(p, "status of 429") {

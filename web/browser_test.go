@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,107 +17,44 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/browsertest"
 	"github.com/waitroom/waitroom/web"
 )
-
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/bin/chromium"
 
 // browser is one headless Chromium process; each person in it gets a
 // browser context of their own (own cookies, own storage).
 type browser struct {
-	t   *testing.T
-	ctx context.Context
+	t *testing.T
+	b *browsertest.Browser
 }
 
 // newBrowser starts Chromium for the test, or skips it when Chromium is
 // not installed (a failure under CI=true, where it must be).
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		msg := fmt.Sprintf("browser tests need Chromium at %s: install the Debian package chromium (apt-get install chromium)", chromiumPath)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(900, 820),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	start, cancelStart := context.WithTimeout(ctx, 20*time.Second)
-	defer cancelStart()
-	// The browser's life is bound to ctx, not to this timeout: start it
-	// with an empty Do on ctx, guarded by a timer.
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("starting Chromium: %v", err)
-		}
-	case <-start.Done():
-		t.Fatalf("Chromium did not start within 20s")
-	}
-	return &browser{t: t, ctx: ctx}
+	return &browser{t: t, b: browsertest.Start(t, browsertest.Options{Width: 900, Height: 820, Quiet: true})}
 }
 
-// person is one visitor: a browser context with its own cookies and
-// storage, and the console messages its pages wrote.
+// person is one visitor: a tab in a browser context of their own, and
+// the console messages its pages wrote.
 type person struct {
+	*browsertest.Tab
 	t    *testing.T
 	name string
-	ctx  context.Context
-
-	mu      sync.Mutex
-	console []string
 }
 
 func (b *browser) person(name string) *person {
 	b.t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	b.t.Cleanup(cancel)
-	p := &person{t: b.t, name: name, ctx: ctx}
-	if err := chromedp.Do(ctx); err != nil {
+	tab, err := b.b.NewTab()
+	if err != nil {
 		b.t.Fatalf("%s: opening a tab: %v", name, err)
 	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() || m.Type == chromedp.ConsoleWarning {
-				p.mu.Lock()
-				p.console = append(p.console, fmt.Sprintf("%s %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p
+	return &person{Tab: tab, t: b.t, name: name}
 }
 
 // do runs actions with a time limit of their own (the tab stays open).
 func (p *person) do(d time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
-	ctx, cancel := context.WithTimeout(p.ctx, d)
-	defer cancel()
-	return chromedp.Do(ctx, actions...)
+	return p.Do(d, actions...)
 }
 
 func (p *person) navigate(url string) {
@@ -130,9 +66,7 @@ func (p *person) navigate(url string) {
 
 // eval evaluates a JavaScript expression in the current page.
 func eval[T any](p *person, expr string) (T, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	return browsertest.Eval[T](p.Tab, 3*time.Second, expr, chromedp.EvalAwaitPromise)
 }
 
 // mustEval is eval that fails the test on an error.
@@ -148,21 +82,12 @@ func mustEval[T any](p *person, expr string) T {
 // waitUntil evaluates a JavaScript condition until it is true, across
 // navigations, and reports whether it became true within d.
 func (p *person) waitUntil(d time.Duration, cond string) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if ok, err := eval[bool](p, "!!("+cond+")"); err == nil && ok {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	return p.WaitUntil(d, cond)
 }
 
 // text returns the text of the first element matching a CSS selector.
 func (p *person) text(selector string) string {
-	v, err := eval[string](p, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, selector))
+	v, err := p.RawText(selector)
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
@@ -180,7 +105,7 @@ func (p *person) path() string {
 // cookie reads a cookie of the person's browser context (HttpOnly ones too).
 func (p *person) cookie(base, name string) string {
 	p.t.Helper()
-	res, err := chromedp.Call(p.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})
+	res, err := chromedp.Call(p.Ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})
 	if err != nil {
 		p.t.Fatalf("%s: reading cookies: %v", p.name, err)
 	}
@@ -199,9 +124,7 @@ func (p *person) cookie(base, name string) string {
 // the path and returns the PNG (nil when it failed).
 func (p *person) screenshot(step string) []byte {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := p.Screenshot(10*time.Second, chromedp.CaptureScreenshot())
 	if err != nil {
 		p.t.Errorf("%s: screenshot %s: %v", p.name, step, err)
 		return nil
@@ -241,11 +164,7 @@ func (p *person) docScreenshot(name string) {
 }
 
 // consoleProblems returns the errors and warnings the person's pages wrote.
-func (p *person) consoleProblems() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.console...)
-}
+func (p *person) consoleProblems() []string { return p.ConsoleProblems() }
 
 // artifactsDir is $WAITROOM_ARTIFACTS, or testdata/artifacts/web at the
 // module root (ignored by git).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/browsertest"
 	"github.com/waitroom/waitroom/client"
 )
 
@@ -36,13 +35,7 @@ import (
 // testdata/artifacts/ at the module root when the variable is 1, else to
 // the folder it names.
 func TestConsoleInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		msg := fmt.Sprintf("browser tests need Chromium at %s: install the Debian package chromium (apt-get install chromium)", chromiumPath)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	browsertest.Require(t)
 	bin := buildBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	srv, token := startCrashServer(t, bin, data, append(noJoinLimitFlags(bin), "--push-refresh", "300ms"))
@@ -311,14 +304,14 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	step("phone")
 	// 8. A phone: nothing wider than the screen.
-	if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+	if _, err := chromedp.Call(tb.Ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: 375, Height: 812, DeviceScaleFactor: 2, Mobile: true}); err != nil {
 		t.Fatal(err)
 	}
 	tb.waitFor(10*time.Second, "a phone-sized layout", `document.documentElement.scrollWidth <= window.innerWidth`)
 	tb.must("scrolling to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	tb.viewportShot("phone")
-	if _, err := chromedp.Call(tb.ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err != nil {
+	if _, err := chromedp.Call(tb.Ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -338,7 +331,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	tb.waitFor(10*time.Second, "the page to say the room is gone", `document.querySelector("#live-status").textContent.includes("deleted") && document.querySelector("#error").textContent.includes("was deleted")`)
 
 	step("done")
-	for _, p := range tb.problemsSoFar() {
+	for _, p := range tb.ConsoleProblems() {
 		// The wrong token's 401 (and the signed-out page's first look at
 		// its session), and the refused queue-alls' 403, are expected.
 		if strings.Contains(p, "status of 401") || strings.Contains(p, "status of 403") {
@@ -504,70 +497,21 @@ func (c *consoleCrowd) stop(t *testing.T) {
 
 // consoleTab is a headless Chromium tab on the console.
 type consoleTab struct {
-	t   *testing.T
-	ctx context.Context
-
-	mu       sync.Mutex
-	problems []string
+	*browsertest.Tab
+	t *testing.T
 }
-
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/bin/chromium"
 
 func newConsoleTab(t *testing.T) *consoleTab {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("lang", "en-US"), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	tb := &consoleTab{t: t, ctx: ctx}
-	// The browser lives as long as the context of its first action: start
-	// it with an empty Do on ctx, guarded by a timer.
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("starting Chromium: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Chromium did not start within 30s")
-	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() || m.Type == chromedp.ConsoleWarning {
-				tb.mu.Lock()
-				tb.problems = append(tb.problems, fmt.Sprintf("%s %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
-				tb.mu.Unlock()
-			}
-		}
-	}()
-	return tb
-}
-
-func (tb *consoleTab) problemsSoFar() []string {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	return slices.Clone(tb.problems)
+	tab := browsertest.New(t, browsertest.Options{Width: 1100, Height: 900, Quiet: true, StartTimeout: 30 * time.Second})
+	tab.EvalTimeout = 5 * time.Second
+	tab.Poll = 50 * time.Millisecond
+	return &consoleTab{Tab: tab, t: t}
 }
 
 func (tb *consoleTab) navigate(url string) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := tb.Do(20*time.Second, chromedp.Navigate(url)); err != nil {
 		tb.t.Fatalf("navigate to %s: %v", url, err)
 	}
 }
@@ -575,24 +519,16 @@ func (tb *consoleTab) navigate(url string) {
 // must runs actions, failing the test with what it was doing.
 func (tb *consoleTab) must(what string, actions ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	if err := tb.Do(10*time.Second, actions...); err != nil {
 		tb.shot("failed")
 		tb.t.Fatalf("%s: %v", what, err)
 	}
 }
 
-func (tb *consoleTab) tryEval(expr string) (bool, error) {
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")", chromedp.EvalAwaitPromise))
-}
-
 // eval evaluates a JavaScript condition, failing the test if it cannot.
 func (tb *consoleTab) eval(expr string) bool {
 	tb.t.Helper()
-	ok, err := tb.tryEval(expr)
+	ok, err := tb.Holds(expr)
 	if err != nil {
 		tb.t.Fatalf("evaluating %s: %v", expr, err)
 	}
@@ -601,41 +537,20 @@ func (tb *consoleTab) eval(expr string) bool {
 
 func (tb *consoleTab) evalString(expr string) string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		tb.t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return browsertest.MustEval[string](tb.Tab, 10*time.Second, expr, chromedp.EvalAwaitPromise)
 }
 
 // waitFor evaluates a JavaScript condition until it holds, failing the
 // test after d.
 func (tb *consoleTab) waitFor(d time.Duration, what, cond string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if ok, err := tb.tryEval(cond); err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.shot("failed")
-			tb.t.Fatalf("%s: %s did not hold within %v (page: %q; error: %q)", what, cond, d, tb.text("main"), tb.text("#error"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !tb.WaitUntil(d, cond) {
+		tb.shot("failed")
+		tb.t.Fatalf("%s: %s did not hold within %v (page: %q; error: %q)", what, cond, d, tb.text("main"), tb.text("#error"))
 	}
 }
 
-func (tb *consoleTab) text(selector string) string {
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, selector)))
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return strings.Join(strings.Fields(v), " ")
-}
+func (tb *consoleTab) text(selector string) string { return tb.Text(selector) }
 
 // click clicks a button once it is enabled: a control is disabled while
 // its action runs.
@@ -664,7 +579,7 @@ func (tb *consoleTab) confirm(want string, ok bool) {
 // checkCookie checks the console's cookie: set, HttpOnly, SameSite=Strict.
 func (tb *consoleTab) checkCookie(base string) {
 	tb.t.Helper()
-	res, err := chromedp.Call(tb.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/admin/"}})
+	res, err := chromedp.Call(tb.Ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/admin/"}})
 	if err != nil {
 		tb.t.Fatalf("reading cookies: %v", err)
 	}
@@ -819,9 +734,7 @@ func (tb *consoleTab) save(step string, capture chromedp.Action[[]byte]) {
 	if dir == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, capture)
+	png, err := tb.Screenshot(10*time.Second, capture)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		tb.t.Errorf("screenshot %s: %v", step, err)
 		return
