@@ -88,7 +88,7 @@ func FuzzExtendBody(f *testing.F) {
 // FuzzFindQuery sends any q to find: 200 with only sessions that match it
 // (by ticket, key or id prefix), or a documented 400.
 func FuzzFindQuery(f *testing.F) {
-	for _, s := range []string{"1", "#1", "-1", "0", "k", "AAAAAAAAAAB", "AAAAAAAAAAA", "99999999999999999999", "\x00", "\u202e", " 1", "1e3", "%"} {
+	for _, s := range []string{"1", "#1", "-1", "0", "k", "AAAAAAAAAAB", "AAAAAAAAAAA", "99999999999999999999", "\x00", "\u202e", " 1", "1e3", "%", "+1", "#+1", "01"} {
 		f.Add(s)
 	}
 	e := newEnv(f)

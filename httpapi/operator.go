@@ -150,7 +150,7 @@ func (s *server) find(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	all := func(waitroom.Session) bool { return true }
-	if t, err := strconv.ParseInt(strings.TrimPrefix(query, "#"), 10, 64); err == nil && t > 0 {
+	if t, ok := ticketQuery(query); ok {
 		if err := try(t, "", all); err != nil {
 			return err
 		}
@@ -181,6 +181,17 @@ func (s *server) find(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// ticketQuery reads q as a ticket number: decimal digits, optionally after
+// "#", as the console shows tickets. Signs and spaces are no ticket.
+func ticketQuery(q string) (int64, bool) {
+	digits := strings.TrimPrefix(q, "#")
+	if digits == "" || len(digits) > 19 || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, false
+	}
+	t, err := strconv.ParseInt(digits, 10, 64)
+	return t, err == nil && t > 0
 }
 
 func containsID(ss []waitroom.Session, id string) bool {
