@@ -12,30 +12,40 @@ type Code string
 
 // The error codes. Each names one situation a client can act on.
 const (
-	CodeInvalidRequest   Code = "invalid_request"    // malformed input of any other kind
-	CodeInvalidJSON      Code = "invalid_json"       // a body that is not the JSON expected
-	CodeInvalidRoomName  Code = "invalid_room_name"  // a room name outside the allowed pattern
-	CodeInvalidSessionID Code = "invalid_session_id" // a session id that cannot have been issued
-	CodeInvalidConfig    Code = "invalid_config"     // a room configuration that fails validation
-	CodeInvalidKey       Code = "invalid_key"        // an identity key that is empty, too long or not printable
-	CodeUnauthorized     Code = "unauthorized"       // no or bad admin token
-	CodeForbidden        Code = "forbidden"          // a request refused whoever makes it (a cross-origin WebSocket)
-	CodeNotFound         Code = "not_found"          // no such route
-	CodeMethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
-	CodeRoomNotFound     Code = "room_not_found"
-	CodeSessionNotFound  Code = "session_not_found"
-	CodeQueueEmpty       Code = "queue_empty"    // advance with nobody waiting
-	CodeAlreadyJoined    Code = "already_joined" // the key already holds a live session
-	CodeRoomNotEmpty     Code = "room_not_empty" // delete of a room with live sessions
-	CodeBodyTooLarge     Code = "body_too_large"
-	CodeRateLimited      Code = "rate_limited"
-	CodeRoomFull         Code = "room_full"      // a cap on sessions or memory refuses the join
-	CodeRoomClosed       Code = "room_closed"    // a join after the room's closes_at
-	CodeDrawDone         Code = "draw_done"      // a change to opens_at after the room's draw took place
-	CodeSoldOut          Code = "sold_out"       // a join after the room's inventory sold out
-	CodeStockConflict    Code = "stock_conflict" // a stock change the counts do not allow (selling more than is reserved)
-	CodeUnavailable      Code = "unavailable"    // the store cannot be reached or has failed
-	CodeInternal         Code = "internal"
+	CodeInvalidRequest     Code = "invalid_request"    // malformed input of any other kind
+	CodeInvalidJSON        Code = "invalid_json"       // a body that is not the JSON expected
+	CodeInvalidRoomName    Code = "invalid_room_name"  // a room name outside the allowed pattern
+	CodeInvalidSessionID   Code = "invalid_session_id" // a session id that cannot have been issued
+	CodeInvalidConfig      Code = "invalid_config"     // a room configuration that fails validation
+	CodeInvalidKey         Code = "invalid_key"        // an identity key that is empty, too long or not printable
+	CodeUnauthorized       Code = "unauthorized"       // no or bad admin token
+	CodeForbidden          Code = "forbidden"          // a request refused whoever makes it (a cross-origin WebSocket)
+	CodeNotFound           Code = "not_found"          // no such route
+	CodeMethodNotAllowed   Code = "method_not_allowed" // the route exists, the method does not
+	CodeRoomNotFound       Code = "room_not_found"
+	CodeSessionNotFound    Code = "session_not_found"
+	CodeQueueEmpty         Code = "queue_empty"    // advance with nobody waiting
+	CodeAlreadyJoined      Code = "already_joined" // the key already holds a live session
+	CodeRoomNotEmpty       Code = "room_not_empty" // delete of a room with live sessions
+	CodeBodyTooLarge       Code = "body_too_large"
+	CodeRateLimited        Code = "rate_limited"
+	CodeRoomFull           Code = "room_full"            // a cap on sessions or memory refuses the join
+	CodeRoomClosed         Code = "room_closed"          // a join after the room's closes_at
+	CodeDrawDone           Code = "draw_done"            // a change to opens_at after the room's draw took place
+	CodeSoldOut            Code = "sold_out"             // a join after the room's inventory sold out
+	CodeStockConflict      Code = "stock_conflict"       // a stock change the counts do not allow (selling more than is reserved)
+	CodeInviteRequired     Code = "invite_required"      // a join without an invite in an invite_only room
+	CodeInviteInvalid      Code = "invite_invalid"       // an invite token that is malformed or wrongly signed
+	CodeInviteExpired      Code = "invite_expired"       // an invite token past its expiry
+	CodeInviteWrongRoom    Code = "invite_wrong_room"    // an invite token for another room
+	CodeInviteUsed         Code = "invite_used"          // an invite token with no uses left
+	CodeChallengeRequired  Code = "challenge_required"   // a join without a solved challenge where one is needed
+	CodeChallengeInvalid   Code = "challenge_invalid"    // a challenge solution that is malformed, wrongly signed or wrong
+	CodeChallengeExpired   Code = "challenge_expired"    // a challenge past its expiry
+	CodeChallengeWrongRoom Code = "challenge_wrong_room" // a challenge issued for another room
+	CodeChallengeUsed      Code = "challenge_used"       // a challenge solution already used for a join
+	CodeUnavailable        Code = "unavailable"          // the store cannot be reached or has failed
+	CodeInternal           Code = "internal"
 )
 
 // Error is the one error type of waitroom. Message is written for a person
@@ -46,6 +56,9 @@ type Error struct {
 	Message string
 	// Session is the live session that caused CodeAlreadyJoined.
 	Session *Session
+	// Challenge is the proof-of-work challenge a CodeChallengeRequired or
+	// CodeChallengeExpired answer carries (JSON-encodable).
+	Challenge any
 	// Err is the underlying cause, if any.
 	Err error
 }

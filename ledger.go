@@ -101,6 +101,7 @@ const (
 	AuditExtend    = "extend"
 	AuditRevoke    = "revoke"
 	AuditDelete    = "delete"
+	AuditInvites   = "invites"
 )
 
 // Audit entry limits.
@@ -114,7 +115,7 @@ const (
 func ValidAuditAction(a string) bool {
 	switch a {
 	case AuditPause, AuditResume, AuditConfig, AuditAdvance, AuditInventory,
-		AuditQueueAll, AuditFront, AuditExtend, AuditRevoke, AuditDelete:
+		AuditQueueAll, AuditFront, AuditExtend, AuditRevoke, AuditDelete, AuditInvites:
 		return true
 	}
 	return false

@@ -141,6 +141,25 @@ type RoomConfig struct {
 	// while none is left to reserve, and once all are sold the line ends
 	// (ReasonSoldOut) and joins fail with CodeSoldOut. See Store.Stock.
 	Inventory *int64 `json:"inventory,omitempty"`
+	// Tiers, when set, splits the line into priority classes, highest
+	// first (see Tier): a join goes to the last tier unless its invite
+	// names another. Names and order (and TierPolicy) change only while
+	// the room is empty.
+	Tiers []Tier `json:"tiers,omitempty"`
+	// TierPolicy is how admission picks between tiers: strict priority
+	// (the default) or weighted by share.
+	TierPolicy TierPolicy `json:"tier_policy,omitempty"`
+	// InviteOnly refuses joins without a valid invite (CodeInviteRequired).
+	InviteOnly bool `json:"invite_only,omitempty"`
+	// InviteKeys are Ed25519 public keys (base64) whose private halves
+	// mint invites offline, in the operator's own backend.
+	InviteKeys []string `json:"invite_keys,omitempty"`
+	// Challenge "pow" asks every join for a solved proof-of-work
+	// challenge (ALTCHA), whose difficulty follows the join rate between
+	// ChallengeMin and ChallengeMax (0: the server's defaults).
+	Challenge    string `json:"challenge,omitempty"`
+	ChallengeMin int64  `json:"challenge_min,omitempty"`
+	ChallengeMax int64  `json:"challenge_max,omitempty"`
 }
 
 // MaxInventory is the largest inventory a room may have.
@@ -230,7 +249,7 @@ func (c RoomConfig) Validate() error {
 		return bad("closes_at (%s) must be after opens_at (%s); move closes_at later or opens_at earlier.",
 			c.ClosesAt.UTC().Format(time.RFC3339), c.OpensAt.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return c.validateDoor()
 }
 
 // Normalize returns c with its times in UTC at millisecond resolution, the
@@ -239,6 +258,12 @@ func (c RoomConfig) Normalize() RoomConfig {
 	if c.Inventory != nil {
 		v := *c.Inventory // never share the caller's
 		c.Inventory = &v
+	}
+	c.Tiers = slices.Clone(c.Tiers)
+	c.InviteKeys = slices.Clone(c.InviteKeys)
+	c.ReturnOrigins = slices.Clone(c.ReturnOrigins)
+	if len(c.Tiers) > 0 && c.TierPolicy == "" {
+		c.TierPolicy = TierStrict
 	}
 	if !c.OpensAt.IsZero() {
 		c.OpensAt = time.UnixMilli(c.OpensAt.UnixMilli()).UTC()
@@ -437,7 +462,10 @@ func (c RoomConfig) Equal(d RoomConfig) bool {
 		c.WaitingTimeout == d.WaitingTimeout && c.Grace == d.Grace && c.Paused == d.Paused &&
 		c.TargetURL == d.TargetURL && slices.Equal(c.ReturnOrigins, d.ReturnOrigins) &&
 		c.OpensAt.Equal(d.OpensAt) && c.ClosesAt.Equal(d.ClosesAt) &&
-		(c.Inventory == nil) == (d.Inventory == nil) && (c.Inventory == nil || *c.Inventory == *d.Inventory)
+		(c.Inventory == nil) == (d.Inventory == nil) && (c.Inventory == nil || *c.Inventory == *d.Inventory) &&
+		slices.Equal(c.Tiers, d.Tiers) && c.TierPolicy == d.TierPolicy && c.InviteOnly == d.InviteOnly &&
+		slices.Equal(c.InviteKeys, d.InviteKeys) && c.Challenge == d.Challenge &&
+		c.ChallengeMin == d.ChallengeMin && c.ChallengeMax == d.ChallengeMax
 }
 
 // Equal reports whether r and o hold the same configuration and counts.

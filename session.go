@@ -94,13 +94,17 @@ type Session struct {
 	Stocked   bool
 	Remaining int64
 	Unit      bool
-	// Place orders a session an operator moved (QueueAll, Front): moves
-	// give negative places, each smaller than every place given before, so
-	// a moved session waits ahead of every ticket, the latest move first.
-	// The line is moved sessions by Place, then the rest by Ticket. 0 for a
-	// session never moved. An admitted session keeps its Place; an ended
-	// one reports 0, as it does Extended.
+	// Place orders the line: the line is ordered by Place where it is
+	// set and by Ticket otherwise. An operator's moves (QueueAll, Front)
+	// give negative places, each smaller than every place given before,
+	// so a moved session waits ahead of everyone, the latest move first.
+	// In a room with tiers every other session has a positive place made
+	// from its tier and ticket (see StrictPlace and WeightedPlace). 0 for
+	// an untiered session never moved. An admitted session keeps its
+	// Place; an ended one reports 0, as it does Extended.
 	Place int64
+	// Tier is the session's tier in a room with tiers (RoomConfig.Tiers).
+	Tier string
 	// Extended is how much longer than max_session an operator let this
 	// session stay active (Store.Extend).
 	Extended time.Duration
@@ -185,6 +189,10 @@ func (s Session) AppendJSON(b []byte) []byte {
 		b = appendTime(b, `,"opens_at":"`, s.OpensAt)
 		b = append(b, `,"entrants":`...)
 		b = strconv.AppendInt(b, int64(s.Entrants), 10)
+	}
+	if s.Tier != "" {
+		b = append(b, `,"tier":`...)
+		b = appendString(b, s.Tier)
 	}
 	if s.Place != 0 {
 		b = append(b, `,"place":`...)
@@ -322,6 +330,7 @@ type sessionJSON struct {
 	Remaining  *int64     `json:"remaining,omitempty"`
 	Unit       bool       `json:"unit,omitempty"`
 	Place      int64      `json:"place,omitempty"`
+	Tier       string     `json:"tier,omitempty"`
 	Extended   Duration   `json:"extended,omitempty"`
 }
 
@@ -335,7 +344,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
 		EndReason: w.EndReason, Pass: w.Pass, Entry: w.Entry, Entrants: w.Entrants, Unit: w.Unit,
-		Place: w.Place, Extended: w.Extended.D(),
+		Place: w.Place, Tier: w.Tier, Extended: w.Extended.D(),
 	}
 	if w.Remaining != nil {
 		s.Stocked, s.Remaining = true, *w.Remaining

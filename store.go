@@ -72,6 +72,17 @@ type Store interface {
 	// CodeAlreadyJoined and the error's Session is that live session.
 	Join(ctx context.Context, room string, key string, now time.Time) (Session, error)
 
+	// JoinWith is Join with a tier and token uses (JoinRequest): the new
+	// session goes to tier req.Tier ("" for the room's lowest; an unknown
+	// tier fails with CodeInvalidRequest). Each use in req.Uses counts
+	// against its ID, kept per room until its Expires; a join that would
+	// take a token past its Max fails with CodeInviteUsed or
+	// CodeChallengeUsed. Checks run in this order: closed, sold out, key
+	// already joined (which spends nothing), tier, uses. Uses are spent
+	// only by a join that makes a session (or pre-queue entry), atomically
+	// with it. Join(key) is JoinWith(JoinRequest{Key: key}).
+	JoinWith(ctx context.Context, room string, req JoinRequest, now time.Time) (Session, error)
+
 	// Session reads a session and counts as presence: it refreshes a
 	// waiting session's last-seen time and ends an away period. It does not
 	// refresh an active session's activity (Heartbeat does). A session that
@@ -279,6 +290,8 @@ type Event struct {
 	// and on the event of the draw itself. It holds the secret seed:
 	// consumers must never send it anywhere before Drawn.
 	Draw *DrawState
+	// Uses lists the token uses a join spent, for durable stores to keep.
+	Uses []TokenUse
 	// Remote is set on events that another process made (shared backends).
 	// A Remote event with no Changes is a resynchronisation hint, sent when
 	// a shared store reconnects or first notices a room: something may

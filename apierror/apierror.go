@@ -20,30 +20,49 @@ import (
 // statuses is the one map from error code to HTTP status, the API's. A
 // code missing here is a bug and is answered as internal.
 var statuses = map[waitroom.Code]int{
-	waitroom.CodeInvalidRequest:   http.StatusBadRequest,
-	waitroom.CodeInvalidJSON:      http.StatusBadRequest,
-	waitroom.CodeInvalidRoomName:  http.StatusBadRequest,
-	waitroom.CodeInvalidSessionID: http.StatusBadRequest,
-	waitroom.CodeInvalidConfig:    http.StatusBadRequest,
-	waitroom.CodeInvalidKey:       http.StatusBadRequest,
-	waitroom.CodeUnauthorized:     http.StatusUnauthorized,
-	waitroom.CodeForbidden:        http.StatusForbidden,
-	waitroom.CodeNotFound:         http.StatusNotFound,
-	waitroom.CodeRoomNotFound:     http.StatusNotFound,
-	waitroom.CodeSessionNotFound:  http.StatusNotFound,
-	waitroom.CodeQueueEmpty:       http.StatusNotFound,
-	waitroom.CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	waitroom.CodeAlreadyJoined:    http.StatusConflict,
-	waitroom.CodeRoomNotEmpty:     http.StatusConflict,
-	waitroom.CodeRoomClosed:       http.StatusConflict,
-	waitroom.CodeDrawDone:         http.StatusConflict,
-	waitroom.CodeSoldOut:          http.StatusConflict,
-	waitroom.CodeStockConflict:    http.StatusConflict,
-	waitroom.CodeBodyTooLarge:     http.StatusRequestEntityTooLarge,
-	waitroom.CodeRateLimited:      http.StatusTooManyRequests,
-	waitroom.CodeRoomFull:         http.StatusServiceUnavailable,
-	waitroom.CodeUnavailable:      http.StatusServiceUnavailable,
-	waitroom.CodeInternal:         http.StatusInternalServerError,
+	waitroom.CodeInvalidRequest:     http.StatusBadRequest,
+	waitroom.CodeInvalidJSON:        http.StatusBadRequest,
+	waitroom.CodeInvalidRoomName:    http.StatusBadRequest,
+	waitroom.CodeInvalidSessionID:   http.StatusBadRequest,
+	waitroom.CodeInvalidConfig:      http.StatusBadRequest,
+	waitroom.CodeInvalidKey:         http.StatusBadRequest,
+	waitroom.CodeUnauthorized:       http.StatusUnauthorized,
+	waitroom.CodeForbidden:          http.StatusForbidden,
+	waitroom.CodeNotFound:           http.StatusNotFound,
+	waitroom.CodeRoomNotFound:       http.StatusNotFound,
+	waitroom.CodeSessionNotFound:    http.StatusNotFound,
+	waitroom.CodeQueueEmpty:         http.StatusNotFound,
+	waitroom.CodeMethodNotAllowed:   http.StatusMethodNotAllowed,
+	waitroom.CodeAlreadyJoined:      http.StatusConflict,
+	waitroom.CodeRoomNotEmpty:       http.StatusConflict,
+	waitroom.CodeRoomClosed:         http.StatusConflict,
+	waitroom.CodeDrawDone:           http.StatusConflict,
+	waitroom.CodeSoldOut:            http.StatusConflict,
+	waitroom.CodeInviteRequired:     http.StatusForbidden,
+	waitroom.CodeInviteInvalid:      http.StatusForbidden,
+	waitroom.CodeInviteExpired:      http.StatusForbidden,
+	waitroom.CodeInviteWrongRoom:    http.StatusForbidden,
+	waitroom.CodeInviteUsed:         http.StatusConflict,
+	waitroom.CodeChallengeRequired:  http.StatusPreconditionRequired,
+	waitroom.CodeChallengeInvalid:   http.StatusBadRequest,
+	waitroom.CodeChallengeExpired:   http.StatusPreconditionRequired,
+	waitroom.CodeChallengeWrongRoom: http.StatusBadRequest,
+	waitroom.CodeChallengeUsed:      http.StatusConflict,
+	waitroom.CodeStockConflict:      http.StatusConflict,
+	waitroom.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
+	waitroom.CodeRateLimited:        http.StatusTooManyRequests,
+	waitroom.CodeRoomFull:           http.StatusServiceUnavailable,
+	waitroom.CodeUnavailable:        http.StatusServiceUnavailable,
+	waitroom.CodeInternal:           http.StatusInternalServerError,
+}
+
+// Status is the HTTP status the API answers code with (500 for a code it
+// does not know).
+func Status(code waitroom.Code) int {
+	if st, ok := statuses[code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
 }
 
 // Messages for errors that are not *waitroom.Error, whose text must not be sent.
@@ -73,6 +92,9 @@ type Body struct {
 	Error Detail `json:"error"`
 	// Session is the live session of an already_joined error.
 	Session *waitroom.Session `json:"session,omitempty"`
+	// Challenge is the challenge to solve of a challenge_required (or
+	// challenge_expired) error.
+	Challenge any `json:"challenge,omitempty"`
 }
 
 // Detail is the "error" object of an error answer.
@@ -125,6 +147,9 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	body.Error.Message = Clip(body.Error.Message)
 	if known && isDomain && code == waitroom.CodeAlreadyJoined && e.Session != nil {
 		body.Session = e.Session
+	}
+	if known && isDomain && (code == waitroom.CodeChallengeRequired || code == waitroom.CodeChallengeExpired) {
+		body.Challenge = e.Challenge
 	}
 
 	level := slog.LevelDebug

@@ -84,9 +84,15 @@ func (s *Store) Front(ctx context.Context, name, id string, now time.Time) (wait
 			return nil, notWaiting
 		}
 		q := p
-		if p.place != 0 {
+		switch {
+		case p.place < 0:
 			r.lane.remove(tk, p.place)
-		} else {
+		case p.place > 0:
+			q = new(rec)
+			*q = *p
+			r.line(int(p.tier)).remove(tk)
+			r.unslot(tk, p)
+		default:
 			q = new(rec)
 			*q = *p
 			r.unslot(tk, p)

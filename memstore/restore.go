@@ -45,12 +45,17 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			return fmt.Errorf("restore room %q: session %d has a bad id", name, x.Ticket)
 		}
 		p := rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: t, place: x.Place, extra: x.Extended.Milliseconds()}
-		if x.Place > 0 {
-			return fmt.Errorf("restore room %q: session %d has place %d, want 0 or negative", name, x.Ticket, x.Place)
+		tier := cfg.TierIndex(x.Tier)
+		if tier < 0 || (x.Place > 0 && len(cfg.Tiers) == 0) || (x.Place == 0 && len(cfg.Tiers) > 0) {
+			return fmt.Errorf("restore room %q: session %d has tier %q and place %d, which the room's tiers do not allow", name, x.Ticket, x.Tier, x.Place)
+		}
+		p.tier = uint8(tier)
+		if x.Place > 0 && x.Ticket > 0 {
+			r.restorePlace(tier, x.Place, x.Status == waitroom.StatusActive)
 		}
 		r.front = min(r.front, x.Place)
 		switch {
-		case x.Status == waitroom.StatusWaiting && x.Place != 0:
+		case x.Status == waitroom.StatusWaiting && x.Place < 0:
 			p.status = stWaiting
 			q := new(rec)
 			*q = p
@@ -66,10 +71,7 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 				r.ranks.push(false)
 			}
 			p.status = stWaiting
-			q := r.wait.push(p)
-			r.ranks.push(true)
-			r.nWaiting++
-			r.nLine++
+			q := r.enqueue(x.Ticket, p)
 			r.addKey(x.Ticket, q, x.Key)
 		case x.Status == waitroom.StatusActive:
 			p.status = stActive
@@ -108,6 +110,24 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 	}
 	s.rooms[name] = r
 	return nil
+}
+
+// restorePlace takes the weighted state of a restored tiered session: the
+// tier's last tag is its largest, and the virtual time at least the tag of
+// every session admitted (a lower bound of what it was: new joins may land
+// a little earlier than before the restart, never behind their tier).
+func (r *room) restorePlace(tier int, place int64, admitted bool) {
+	if r.cfg.TierPolicy != waitroom.TierWeighted {
+		return
+	}
+	for len(r.tiers.fin) <= tier {
+		r.tiers.fin = append(r.tiers.fin, 0)
+	}
+	tag := waitroom.PlaceTag(place)
+	r.tiers.fin[tier] = max(r.tiers.fin[tier], tag)
+	if admitted {
+		r.tiers.vt = max(r.tiers.vt, tag)
+	}
 }
 
 // RestoreTicket records the last ticket of a deleted room, so a room created

@@ -26,9 +26,10 @@ type rec struct {
 	touch    int64 // last seen (waiting) or last active (active)
 	away     int64 // away until; 0 when present
 	sched    int64 // the time of this session's live heap entry; 0 when none
-	place    int64 // an operator's move (Session.Place); 0 when never moved
+	place    int64 // Session.Place: negative once an operator moved it, positive in a tiered room, else 0
 	extra    int64 // ms an operator extended max_session by (Session.Extended)
 	status   uint8
+	tier     uint8 // the tier's index in a room with tiers
 	hasKey   bool
 	unit     bool // active, holding a reserved unit of the room's inventory
 }
@@ -63,6 +64,14 @@ type room struct {
 	// Front), ahead of the array, by place; front is the last place given.
 	lane  lane
 	front int64
+
+	// A room with tiers also keeps its unmoved waiting sessions in one
+	// line per tier (tiers.go), which orders them by place.
+	tiers tiering
+
+	// Token uses spent by joins, by kind and ID (tiers.go).
+	uses     map[string]use
+	usesKept int
 
 	active map[int64]*rec
 	keys   map[string]int64 // key → ticket of its live session
@@ -215,8 +224,11 @@ func (r *room) lookup(t int64) *rec {
 
 // position returns the 1-based rank of waiting session p with ticket t.
 func (r *room) position(t int64, p *rec) int64 {
-	if p.place != 0 {
+	if p.place < 0 {
 		return r.lane.position(p.place)
+	}
+	if p.place > 0 {
+		return r.tierPosition(p.place)
 	}
 	return int64(r.lane.len()) + r.ranks.rank(int(t-r.base))
 }
@@ -353,7 +365,7 @@ func (r *room) activate(t int64, p *rec, now int64) {
 	r.active[t] = a
 	r.schedule(t, a)
 	r.record(t, a, waitroom.StatusWaiting)
-	r.count(t, a.place != 0)
+	r.count(t, a)
 }
 
 // first returns the first session in line; someone must wait.
@@ -361,14 +373,22 @@ func (r *room) first() (int64, *rec) {
 	if t, p := r.lane.first(); p != nil {
 		return t, p
 	}
+	if r.tiered() {
+		return r.tierFirst()
+	}
 	return r.base + int64(r.head), r.wait.at(r.head)
 }
 
-// count records the admission (or service) of ticket t. A session an
-// operator moved is counted but is no inversion: it was placed on purpose.
-func (r *room) count(t int64, moved bool) {
+// count records the admission (or service) of ticket t, whose record is p.
+// A session an operator moved is counted but is no inversion: it was placed
+// on purpose. In a tiered room order is kept inside each tier.
+func (r *room) count(t int64, p *rec) {
 	r.admissions++
-	if moved {
+	if p.place < 0 {
+		return
+	}
+	if p.place > 0 {
+		r.letInTier(t, int(p.tier), p.place)
 		return
 	}
 	if t < r.maxAdmitted {
@@ -381,9 +401,12 @@ func (r *room) count(t int64, moved bool) {
 // array tidy.
 func (r *room) unwait(t int64, p *rec) {
 	r.nWaiting--
-	if p.place != 0 {
+	if p.place < 0 {
 		r.lane.remove(t, p.place)
 		return
+	}
+	if p.place > 0 {
+		r.line(int(p.tier)).remove(t)
 	}
 	r.unslot(t, p)
 }
@@ -501,6 +524,7 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 		AdmittedAt: tm(p.admitted),
 		Place:      p.place,
 		Extended:   time.Duration(p.extra) * time.Millisecond,
+		Tier:       r.tierName(p),
 	}
 	if p.hasKey {
 		s.Key = r.keyOf[t]
@@ -528,34 +552,49 @@ func (r *room) totals(s *waitroom.Session) {
 	}
 }
 
-// join issues the next ticket.
-func (r *room) join(key string, now int64) (int64, *rec) {
+// join issues the next ticket, in tier (0 in a room without tiers).
+func (r *room) join(key string, tier int, now int64) (int64, *rec) {
 	r.lastTicket++
 	t := r.lastTicket
 	id := waitroom.NewSessionID(t)
+	var place int64
+	if r.tiered() {
+		place = r.placeFor(tier, t)
+	}
 	if r.nWaiting == 0 && r.canAdmit() && r.takeToken(now) {
-		a := &rec{secret: id.Secret, joined: now, admitted: now, touch: now, status: stActive, unit: r.reserve()}
+		a := &rec{secret: id.Secret, joined: now, admitted: now, touch: now, status: stActive, unit: r.reserve(),
+			place: place, tier: uint8(tier)}
 		r.active[t] = a
 		r.base = t + 1 // nobody waits: the array stays empty
 		r.addKey(t, a, key)
 		r.schedule(t, a)
 		r.record(t, a, "")
-		r.count(t, false)
+		r.count(t, a)
 		return t, a
 	}
+	p := r.enqueue(t, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting, place: place, tier: uint8(tier)})
+	r.addKey(t, p, key)
+	r.schedule(t, p)
+	r.record(t, p, "")
+	return t, p
+}
+
+// enqueue puts waiting session p with ticket t (the largest yet) at the
+// back of the array and, in a tiered room, of its tier's line.
+func (r *room) enqueue(t int64, p rec) *rec {
 	for r.base+int64(r.wait.len()) < t {
 		// Tickets that never waited here (restored state) keep their slots.
 		r.wait.push(rec{})
 		r.ranks.push(false)
 	}
-	p := r.wait.push(rec{secret: id.Secret, joined: now, touch: now, status: stWaiting})
+	q := r.wait.push(p)
 	r.ranks.push(true)
 	r.nWaiting++
 	r.nLine++
-	r.addKey(t, p, key)
-	r.schedule(t, p)
-	r.record(t, p, "")
-	return t, p
+	if p.place > 0 {
+		r.line(int(p.tier)).add(t, p.place)
+	}
+	return q
 }
 
 func (r *room) addKey(t int64, p *rec, key string) {
@@ -593,9 +632,9 @@ func (r *room) advance(n int, now int64) []waitroom.Session {
 	for len(out) < n && r.nWaiting > 0 {
 		t, p := r.first()
 		if r.cfg.Mode == waitroom.ModeManual {
-			moved := p.place != 0
+			was := *p
 			out = append(out, r.end(t, p, waitroom.ReasonServed, now))
-			r.count(t, moved)
+			r.count(t, &was)
 			continue
 		}
 		r.activate(t, p, now)
@@ -609,6 +648,7 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 	old := r.cfg
 	r.cfg = cfg
 	r.fillBucket()
+	r.retier(old)
 	if old.ActiveTimeout == cfg.ActiveTimeout && old.MaxSession == cfg.MaxSession &&
 		old.WaitingTimeout == cfg.WaitingTimeout && old.Grace == cfg.Grace {
 		return

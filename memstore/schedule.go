@@ -97,7 +97,7 @@ func (r *room) closedError(now int64) error {
 }
 
 // enter adds an entrant to the pre-queue.
-func (r *room) enter(key string, now int64) waitroom.Session {
+func (r *room) enter(key string, tier int, now int64) waitroom.Session {
 	s := r.sch
 	s.lastEntry++
 	n := s.lastEntry
@@ -105,7 +105,7 @@ func (r *room) enter(key string, now int64) waitroom.Session {
 	for int64(len(s.pre)) < n-1 {
 		s.pre = append(s.pre, rec{}) // entry numbers of a restored pre-queue that left
 	}
-	s.pre = append(s.pre, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting, hasKey: key != ""})
+	s.pre = append(s.pre, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting, hasKey: key != "", tier: uint8(tier)})
 	if key != "" {
 		s.keys[key] = n
 		s.preKey[n] = key
@@ -146,6 +146,7 @@ func (r *room) entrantView(id string, n int64, p *rec) waitroom.Session {
 		OpensAt:  tm(r.sch.opensAt),
 		Entrants: r.sch.nPre,
 		Entry:    r.entryName(p, key),
+		Tier:     r.tierName(p),
 	}
 	r.totals(&s)
 	return s
@@ -210,14 +211,11 @@ func (r *room) drawIfDue(now int64) {
 		r.lastTicket++
 		t := r.lastTicket
 		s.ticketOf[n] = t
-		for r.base+int64(r.wait.len()) < t {
-			r.wait.push(rec{})
-			r.ranks.push(false)
+		var place int64
+		if r.tiered() {
+			place = r.placeFor(int(p.tier), t)
 		}
-		q := r.wait.push(rec{secret: p.secret, joined: p.joined, touch: now, status: stWaiting})
-		r.ranks.push(true)
-		r.nWaiting++
-		r.nLine++
+		q := r.enqueue(t, rec{secret: p.secret, joined: p.joined, touch: now, status: stWaiting, place: place, tier: p.tier})
 		r.addKey(t, q, key)
 		r.schedule(t, q)
 		r.record(t, q, waitroom.StatusWaiting)
@@ -319,12 +317,16 @@ func (s *Store) RestoreDraw(name string, st waitroom.DrawState, entrants []waitr
 		if err != nil || id.Entry == 0 || x.Status != waitroom.StatusWaiting {
 			return fmt.Errorf("restore draw of room %q: entrant %q is not a waiting entry id", name, x.Entry)
 		}
+		tier := r.cfg.TierIndex(x.Tier)
+		if tier < 0 {
+			return fmt.Errorf("restore draw of room %q: entrant %d has tier %q, which the room lacks", name, id.Entry, x.Tier)
+		}
 		n := id.Entry
 		sch.lastEntry = max(sch.lastEntry, n)
 		for int64(len(sch.pre)) < n {
 			sch.pre = append(sch.pre, rec{})
 		}
-		sch.pre[n-1] = rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: r.lastNow, status: stWaiting, hasKey: x.Key != ""}
+		sch.pre[n-1] = rec{secret: id.Secret, joined: ms(x.JoinedAt), touch: r.lastNow, status: stWaiting, hasKey: x.Key != "", tier: uint8(tier)}
 		if x.Key != "" {
 			sch.keys[x.Key] = n
 			sch.preKey[n] = x.Key

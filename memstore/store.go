@@ -247,7 +247,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 	}
 	s.begin(r, waitroom.EventConfig, t)
 	r.settle(t)
-	if err := firstErr(r.checkSchedule(cfg), r.checkStock(cfg)); err != nil {
+	if err := firstErr(r.checkSchedule(cfg), r.checkStock(cfg), r.refusesTiers(cfg)); err != nil {
 		if r.ev != nil {
 			// Refused: nothing was configured, so no config event (one
 			// without a Config would make durable stores lose theirs).
@@ -367,11 +367,15 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 
 // Join implements waitroom.Store.
 func (s *Store) Join(ctx context.Context, name string, key string, now time.Time) (waitroom.Session, error) {
-	if key != "" {
-		if err := waitroom.CheckKey(key); err != nil {
-			return waitroom.Session{}, err
-		}
+	return s.JoinWith(ctx, name, waitroom.JoinRequest{Key: key}, now)
+}
+
+// JoinWith implements waitroom.Store.
+func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
+	if err := waitroom.CheckJoin(req); err != nil {
+		return waitroom.Session{}, err
 	}
+	key := req.Key
 	r, err := s.get(name)
 	if err != nil {
 		return waitroom.Session{}, err
@@ -409,13 +413,23 @@ func (s *Store) Join(ctx context.Context, name string, key string, now time.Time
 			}
 		}
 	}
+	tier := r.cfg.TierIndex(req.Tier)
+	if err := r.spendable(req.Uses, t); tier < 0 || err != nil {
+		if tier < 0 {
+			err = waitroom.NoTierError(r.name, req.Tier)
+		}
+		after := s.commit(r)
+		r.mu.Unlock()
+		return waitroom.Session{}, firstErr(after(), err)
+	}
+	r.spend(req.Uses, t)
 	if r.preQueue() {
-		out := r.enter(key, t)
+		out := r.enter(key, tier, t)
 		after := s.commit(r)
 		r.mu.Unlock()
 		return out, after()
 	}
-	tk, _ := r.join(key, t)
+	tk, _ := r.join(key, tier, t)
 	r.settle(t)
 	var out waitroom.Session
 	if p := r.lookup(tk); p != nil {
@@ -689,23 +703,21 @@ func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([
 		}
 		after = 0
 	}
-	i := max(r.head, int(min(max(after+1-r.base, 0), int64(r.wait.len()))))
-	if len(out) == size {
-		i = r.wait.len() // the page is full
-	} else if i > 0 && i <= r.wait.len() {
-		pos = int64(r.lane.len()) + r.ranks.rank(i-1)
-	} else {
+	if r.tiered() && len(out) < size {
 		pos = int64(r.lane.len())
-	}
-	for ; i < r.wait.len() && len(out) < size; i++ {
-		p := r.wait.at(i)
-		if p.status != stWaiting {
-			continue
+		if after > 0 {
+			for i := range r.tiers.lines {
+				pos += r.tiers.lines[i].before(after + 1)
+			}
 		}
-		pos++
-		v := r.view(r.base+int64(i), p, false)
-		v.Position = pos
-		out = append(out, v)
+		for _, tk := range r.tierMerge(after, size-len(out)) {
+			pos++
+			v := r.view(tk, r.wait.at(int(tk-r.base)), false)
+			v.Position = pos
+			out = append(out, v)
+		}
+	} else if !r.tiered() {
+		pos = r.arrayPage(&out, after, size, pos)
 	}
 	next := ""
 	if len(out) == size && pos < int64(r.nWaiting) {
@@ -715,6 +727,30 @@ func (s *Store) Waiting(ctx context.Context, name string, page waitroom.Page) ([
 	wait := r.barrier()
 	r.mu.Unlock()
 	return out, next, wait()
+}
+
+// arrayPage appends to out the unmoved waiting sessions of an untiered room
+// after ticket after, until out holds size; pos is the position before them.
+func (r *room) arrayPage(out *[]waitroom.Session, after int64, size int, pos int64) int64 {
+	i := max(r.head, int(min(max(after+1-r.base, 0), int64(r.wait.len()))))
+	if len(*out) == size {
+		i = r.wait.len() // the page is full
+	} else if i > 0 && i <= r.wait.len() {
+		pos = int64(r.lane.len()) + r.ranks.rank(i-1)
+	} else {
+		pos = int64(r.lane.len())
+	}
+	for ; i < r.wait.len() && len(*out) < size; i++ {
+		p := r.wait.at(i)
+		if p.status != stWaiting {
+			continue
+		}
+		pos++
+		v := r.view(r.base+int64(i), p, false)
+		v.Position = pos
+		*out = append(*out, v)
+	}
+	return pos
 }
 
 // History implements waitroom.Store.

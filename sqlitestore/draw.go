@@ -21,7 +21,7 @@ func (w *writer) entrant(ctx context.Context, c waitroom.Change, deleted bool) e
 		return fmt.Errorf("entrant change without an entry id (ticket 0, status %s)", s.Status)
 	}
 	if c.From == "" && s.Status == waitroom.StatusWaiting {
-		_, err := w.stmts["insEntrant"].ExecContext(ctx, s.Room, id.Entry, s.ID, null(s.Key), s.JoinedAt.UnixMilli())
+		_, err := w.stmts["insEntrant"].ExecContext(ctx, s.Room, id.Entry, s.ID, null(s.Key), s.JoinedAt.UnixMilli(), s.Tier)
 		return err
 	}
 	if !s.Status.Final() {
@@ -130,7 +130,7 @@ func loadDraw(ctx context.Context, db *sql.DB, mem *memstore.Store, room string)
 			return fmt.Errorf("read draw entries of room %q: %w", room, err)
 		}
 	} else {
-		rows, err := db.QueryContext(ctx, `SELECT id, key, joined_at FROM entrants WHERE room = ? ORDER BY entry`, room)
+		rows, err := db.QueryContext(ctx, `SELECT id, key, joined_at, tier FROM entrants WHERE room = ? ORDER BY entry`, room)
 		if err != nil {
 			return fmt.Errorf("read pre-queue of room %q: %w", room, err)
 		}
@@ -139,7 +139,7 @@ func loadDraw(ctx context.Context, db *sql.DB, mem *memstore.Store, room string)
 			var x waitroom.Session
 			var key sql.NullString
 			var joined int64
-			if err := rows.Scan(&x.ID, &key, &joined); err != nil {
+			if err := rows.Scan(&x.ID, &key, &joined, &x.Tier); err != nil {
 				return fmt.Errorf("read pre-queue of room %q: %w", room, err)
 			}
 			x.Room, x.Key, x.Status, x.JoinedAt = room, key.String, waitroom.StatusWaiting, time.UnixMilli(joined).UTC()

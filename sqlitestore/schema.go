@@ -1,7 +1,7 @@
 package sqlitestore
 
-// schema is the database layout, version 2 (version 1 without the draw
-// tables; opening a version 1 file adds them). It is documented in the README
+// schema is the database layout, version 4 (opening an older file
+// migrates it: see migrations). It is documented in the README
 // ("SQLite schema") so operators can query it with the sqlite3 shell; keep
 // the two in step. Times are unix milliseconds (UTC).
 const schema = `
@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 	unit        INTEGER NOT NULL DEFAULT 0,  -- 1: active, holding a reserved unit (version 2)
 	place       INTEGER NOT NULL DEFAULT 0,  -- an operator's move (Session.Place), 0 if never (version 3)
 	extended    INTEGER NOT NULL DEFAULT 0,  -- ms an operator extended max_session by (version 3)
+	tier        TEXT NOT NULL DEFAULT '',    -- the tier's name in a room with tiers (version 4)
 	PRIMARY KEY (room, ticket)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_key ON sessions (room, key) WHERE key IS NOT NULL;
@@ -71,6 +72,7 @@ CREATE TABLE IF NOT EXISTS entrants (
 	id        TEXT NOT NULL,
 	key       TEXT,
 	joined_at INTEGER NOT NULL,
+	tier      TEXT NOT NULL DEFAULT '',  -- version 4
 	PRIMARY KEY (room, entry)
 ) WITHOUT ROWID;
 
@@ -95,7 +97,18 @@ CREATE TABLE IF NOT EXISTS counts (
 	sold         INTEGER NOT NULL
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 3;
+-- Uses of invite and challenge tokens (version 4): how many joins spent
+-- each, kept until the token expires.
+CREATE TABLE IF NOT EXISTS token_uses (
+	room    TEXT NOT NULL,
+	kind    TEXT NOT NULL CHECK (kind IN ('invite', 'challenge')),
+	id      TEXT NOT NULL,
+	n       INTEGER NOT NULL,
+	expires INTEGER NOT NULL,
+	PRIMARY KEY (room, kind, id)
+) WITHOUT ROWID;
+
+PRAGMA user_version = 4;
 `
 
 // migrations bring an older file to the current version, by the version it
@@ -104,4 +117,9 @@ var migrations = map[int]string{
 	1: `ALTER TABLE sessions ADD COLUMN unit INTEGER NOT NULL DEFAULT 0`,
 	2: `ALTER TABLE sessions ADD COLUMN place INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN extended INTEGER NOT NULL DEFAULT 0`,
+	// A version 1 file has no entrants yet: make the version 3 table first.
+	3: `ALTER TABLE sessions ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS entrants (room TEXT NOT NULL, entry INTEGER NOT NULL, id TEXT NOT NULL, key TEXT,
+	joined_at INTEGER NOT NULL, PRIMARY KEY (room, entry)) WITHOUT ROWID;
+ALTER TABLE entrants ADD COLUMN tier TEXT NOT NULL DEFAULT ''`,
 }

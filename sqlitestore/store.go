@@ -217,11 +217,41 @@ func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) e
 			return fmt.Errorf("read counts of room %q: %w", r.name, err)
 		}
 		mem.RestoreCounts(r.name, adm, inv, most, sold)
+		if err := loadUses(ctx, db, mem, r.name, now); err != nil {
+			return err
+		}
 		delete(last, r.name)
 	}
 	for room, t := range last {
 		mem.RestoreTicket(room, t)
 	}
+	return nil
+}
+
+// loadUses restores the counts of the room's tokens still valid at now.
+func loadUses(ctx context.Context, db *sql.DB, mem *memstore.Store, room string, now time.Time) error {
+	rows, err := db.QueryContext(ctx, `SELECT kind, id, n, expires FROM token_uses WHERE room = ? AND expires > ?`, room, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("read token uses of room %q: %w", room, err)
+	}
+	defer rows.Close()
+	var uses []waitroom.TokenUse
+	var counts []int
+	for rows.Next() {
+		var u waitroom.TokenUse
+		var kind string
+		var n int
+		var exp int64
+		if err := rows.Scan(&kind, &u.ID, &n, &exp); err != nil {
+			return fmt.Errorf("read token uses of room %q: %w", room, err)
+		}
+		u.Kind, u.Expires = waitroom.TokenKind(kind), time.UnixMilli(exp).UTC()
+		uses, counts = append(uses, u), append(counts, n)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read token uses of room %q: %w", room, err)
+	}
+	mem.RestoreUses(room, uses, counts, now)
 	return nil
 }
 
@@ -232,7 +262,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE room = ?`, room).Scan(&n); err != nil {
 		return nil, fmt.Errorf("count sessions of room %q: %w", room, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit, place, extended FROM sessions WHERE room = ? ORDER BY ticket`, room)
+	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier FROM sessions WHERE room = ? ORDER BY ticket`, room)
 	if err != nil {
 		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 	}
@@ -245,7 +275,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 		var admitted sql.NullInt64
 		var status string
 		var extended int64
-		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit, &x.Place, &extended); err != nil {
+		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit, &x.Place, &extended, &x.Tier); err != nil {
 			return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 		}
 		x.Room, x.Key, x.Status = room, key.String, waitroom.Status(status)

@@ -59,7 +59,7 @@ type writer struct {
 }
 
 var statements = map[string]string{
-	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	"admit":      `UPDATE sessions SET status = 'active', admitted_at = ?, unit = ?, place = ?, extended = ? WHERE room = ? AND ticket = ?`,
 	"requeue":    `UPDATE sessions SET status = 'waiting', admitted_at = NULL, unit = 0, place = ? WHERE room = ? AND ticket = ?`,
 	"setUnit":    `UPDATE sessions SET unit = ? WHERE room = ? AND ticket = ?`,
@@ -73,7 +73,12 @@ var statements = map[string]string{
 	"putDraw": `INSERT INTO draws (room, seed, opens_at, drawn_at, first_ticket, digest) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (room) DO UPDATE SET seed = excluded.seed, opens_at = excluded.opens_at, drawn_at = excluded.drawn_at,
 		first_ticket = excluded.first_ticket, digest = excluded.digest`,
-	"insEntrant":   `INSERT INTO entrants (room, entry, id, key, joined_at) VALUES (?, ?, ?, ?, ?)`,
+	"insEntrant": `INSERT INTO entrants (room, entry, id, key, joined_at, tier) VALUES (?, ?, ?, ?, ?, ?)`,
+	"putUse": `INSERT INTO token_uses (room, kind, id, n, expires) VALUES (?1, ?2, ?3, 1, ?4)
+		ON CONFLICT (room, kind, id) DO UPDATE SET
+		n = CASE WHEN token_uses.expires <= ?5 THEN 1 ELSE token_uses.n + 1 END,
+		expires = CASE WHEN token_uses.expires <= ?5 THEN excluded.expires ELSE max(token_uses.expires, excluded.expires) END`,
+	"delUses":      `DELETE FROM token_uses WHERE room = ?`,
 	"delEntrant":   `DELETE FROM entrants WHERE room = ? AND entry = ?`,
 	"delEntrants":  `DELETE FROM entrants WHERE room = ?`,
 	"insDrawEntry": `INSERT INTO draw_entries (room, ticket, entry_no, entry, value) VALUES (?, ?, ?, ?, ?)`,
@@ -246,6 +251,11 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			return fmt.Errorf("write the unit of session %d: %w", u.Ticket, err)
 		}
 	}
+	for _, u := range ev.Uses {
+		if _, err := w.stmts["putUse"].ExecContext(ctx, ev.Room, string(u.Kind), u.ID, u.Expires.UnixMilli(), ev.At.UnixMilli()); err != nil {
+			return fmt.Errorf("write a use of %s %s: %w", u.Kind, u.ID, err)
+		}
+	}
 	if ev.Draw != nil && !deleted {
 		if err := w.draw(ctx, ev.Room, ev.Draw); err != nil {
 			return err
@@ -261,7 +271,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			return err
 		}
 	case waitroom.EventDeleted:
-		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts"} {
+		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts", "delUses"} {
 			if _, err := w.stmts[st].ExecContext(ctx, ev.Room); err != nil {
 				return err
 			}
@@ -271,7 +281,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 }
 
 // insertColumns is the number of values of one sessions row.
-const insertColumns = 10
+const insertColumns = 11
 
 // maxInsertRows keeps a multi-row INSERT well under SQLite's limit of
 // 32,766 bound values.
@@ -282,9 +292,9 @@ func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) er
 	if s.Ticket == 0 {
 		return w.entrant(ctx, c, deleted)
 	}
-	if (c.From == "" && s.Status.Live()) || (c.From == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Place == 0) {
+	if (c.From == "" && s.Status.Live()) || (c.From == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Place >= 0) {
 		// A new session, or an entrant the draw gave its ticket.
-		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt), s.Unit, s.Place, s.Extended.Milliseconds())
+		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt), s.Unit, s.Place, s.Extended.Milliseconds(), s.Tier)
 		if len(w.inserts) == maxInsertRows*insertColumns {
 			return w.flush(ctx)
 		}
@@ -340,7 +350,7 @@ func (w *writer) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st := w.multi[n]; st != nil {
 		return st, nil
 	}
-	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
+	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
 	st, err := w.conn.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare insert of %d rows: %w", n, err)

@@ -45,6 +45,13 @@ type model struct {
 	unitsOut  []int64         // the current operation's units taken from active sessions that stay active
 	admitUnit map[string]bool // whether each session the current operation admitted got a unit
 
+	// Tiers (model_tiers.go): the weighted virtual time and each tier's
+	// last tag, the tier of each entry of letIn, and the token uses.
+	vt      int64
+	fin     []int64
+	letTier []int
+	uses    map[string]*mUse
+
 	hooks modelHooks
 }
 
@@ -68,7 +75,8 @@ type mSession struct {
 	away                    bool
 	awayUntil               time.Time
 	unit                    bool          // active and holding a reserved unit
-	place                   int64         // an operator's move (QueueAll, Front); 0 when never moved
+	place                   int64         // the line order: negative for an operator's move (QueueAll, Front), positive from a tier, 0 otherwise
+	tier                    int           // the tier's index; 0 in a room without tiers
 	extra                   time.Duration // how much an operator extended it (Extend)
 
 	reasons []waitroom.Reason // why it ended: more than one when deadlines tie
@@ -117,21 +125,11 @@ func (m *model) withStatus(st waitroom.Status) []*mSession {
 	return out
 }
 
-// line lists the waiting sessions in line order: the moved ones by place,
-// then the rest by ticket.
+// line lists the waiting sessions in line order: by place where set (the
+// moved ones first, their places being negative), by ticket otherwise.
 func (m *model) line() []*mSession {
 	w := m.withStatus(waitroom.StatusWaiting)
-	slices.SortStableFunc(w, func(a, b *mSession) int {
-		switch {
-		case a.place != 0 && b.place != 0:
-			return cmp.Compare(a.place, b.place)
-		case a.place != 0:
-			return -1
-		case b.place != 0:
-			return 1
-		}
-		return cmp.Compare(a.ticket, b.ticket)
-	})
+	slices.SortStableFunc(w, func(a, b *mSession) int { return cmp.Compare(lineKey(a), lineKey(b)) })
 	return w
 }
 
@@ -217,23 +215,23 @@ func (m *model) activate(s *mSession, now time.Time) {
 	m.change(s, waitroom.StatusActive)
 	s.admitted = now
 	s.lastActive = now
-	m.letIn = append(m.letIn, letInTicket(s))
+	m.letInSession(s)
 	s.unit = m.reserve()
 	m.admitUnit[s.id] = s.unit
 }
 
 // fairness counts the admissions and services of this incarnation of the
-// room, and those of a ticket smaller than one let in before it.
+// room, and those of a ticket smaller than one of its tier let in before it.
 func (m *model) fairness() (admissions, inversions int64) {
-	var most int64
-	for _, t := range m.letIn {
+	most := map[int]int64{}
+	for i, t := range m.letIn {
 		if t < 0 {
 			continue // moved by an operator: no inversion
 		}
-		if t < most {
+		if t < most[m.letTier[i]] {
 			inversions++
 		}
-		most = max(most, t)
+		most[m.letTier[i]] = max(most[m.letTier[i]], t)
 	}
 	return int64(len(m.letIn)), inversions
 }
@@ -315,6 +313,7 @@ func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, r
 		m.exists = true
 		m.cfg = cfg
 		m.sessions, m.entrants, m.sch, m.letIn, m.sold, m.front = nil, nil, nil, nil, 0, 0
+		m.letTier, m.vt, m.fin, m.uses = nil, 0, nil, nil
 		m.fill(now)
 		m.applySchedule(cfg, now)
 		m.settle(now)
@@ -327,10 +326,14 @@ func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, r
 	if m.refusesStock(cfg) {
 		return false, waitroom.CodeStockConflict
 	}
-	old := m.cfg.Inventory
+	if m.refusesTiers(cfg) {
+		return false, waitroom.CodeRoomNotEmpty
+	}
+	old := m.cfg
 	m.cfg = cfg
 	m.fill(now)
-	m.restock(old)
+	m.retier(old)
+	m.restock(old.Inventory)
 	m.applySchedule(cfg, now)
 	m.settle(now)
 	return false, ""
@@ -355,7 +358,8 @@ func (m *model) deleteRoom(force bool, now time.Time) (notEmpty bool) {
 // join returns the new session, or the key's live session when the key is
 // taken; refused is the code of a join the room refuses (closes_at
 // passed, everything sold).
-func (m *model) join(key, id string, now time.Time) (s *mSession, already bool, refused waitroom.Code) {
+func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSession, already bool, refused waitroom.Code) {
+	key := req.Key
 	now = m.clock(now)
 	m.settle(now)
 	if m.closed(now) {
@@ -371,11 +375,22 @@ func (m *model) join(key, id string, now time.Time) (s *mSession, already bool, 
 			}
 		}
 	}
+	tier := m.cfg.TierIndex(req.Tier)
+	if tier < 0 {
+		return nil, false, waitroom.CodeInvalidRequest
+	}
+	if code := m.spendable(req.Uses, now); code != "" {
+		return nil, false, code
+	}
+	m.spend(req.Uses, now)
 	if m.preQueue() {
-		return m.enter(key, id, now), false, ""
+		s = m.enter(key, id, now)
+		s.tier = tier
+		return s, false, ""
 	}
 	m.lastTicket++
-	s = &mSession{id: id, ticket: m.lastTicket, key: key, status: "", joined: now, lastSeen: now}
+	s = &mSession{id: id, ticket: m.lastTicket, key: key, status: "", joined: now, lastSeen: now, tier: tier}
+	m.place(s)
 	m.sessions = append(m.sessions, s)
 	if len(m.withStatus(waitroom.StatusWaiting)) == 0 && m.canAdmit() && m.takeToken(now) {
 		m.activate(s, now)
@@ -435,7 +450,7 @@ func (m *model) advance(n int, now time.Time) []*mSession {
 	for _, s := range w {
 		if m.cfg.Mode == waitroom.ModeManual {
 			m.end(s, []waitroom.Reason{waitroom.ReasonServed}, now)
-			m.letIn = append(m.letIn, letInTicket(s))
+			m.letInSession(s)
 		} else {
 			m.activate(s, now)
 		}
@@ -488,7 +503,7 @@ func (m *model) view(s *mSession) waitroom.Session {
 	if s.status.Final() {
 		v.EndReason = s.reasons[0]
 	} else {
-		v.Place, v.Extended = s.place, s.extra
+		v.Place, v.Extended, v.Tier = s.place, s.extra, m.tierName(s)
 	}
 	m.entrantFields(&v, s)
 	m.stockFields(&v, s)
@@ -562,10 +577,10 @@ func sessionDiff(got, want waitroom.Session) string {
 }
 
 func fmtSession(s waitroom.Session) string {
-	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v place %d extended %s}",
+	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v place %d tier %q extended %s}",
 		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
 		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room, s.Entry, rel(s.OpensAt), s.Entrants,
-		s.Stocked, s.Remaining, s.Unit, s.Place, s.Extended)
+		s.Stocked, s.Remaining, s.Unit, s.Place, s.Tier, s.Extended)
 }
 
 // label names s in failure messages.

@@ -141,6 +141,7 @@ func (m *model) drawIfDue(now time.Time) {
 		s.ticket = e.Ticket
 		s.lastSeen, s.away = now, false
 		m.lastTicket = e.Ticket
+		m.place(s)
 		m.sessions = append(m.sessions, s)
 		m.change(s, waitroom.StatusWaiting)
 	}

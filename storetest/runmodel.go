@@ -54,7 +54,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 		defer cancel()
 		defer func() { _ = st.DeleteRoom(ctx, h.m.name, true, h.clock) }()
 
-		h.putRoom(rt, h.withStock(rt, h.withSchedule(rt, drawConfig(rt))), false)
+		h.putRoom(rt, h.withTiers(rt, h.withStock(rt, h.withSchedule(rt, drawConfig(rt)))), false)
 		actions := map[string]func(*rapid.T){
 			"join":      h.join,
 			"join2":     h.join,
@@ -64,7 +64,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"heartbeat": func(t *rapid.T) { h.presence(t, true) },
 			"away":      h.away,
 			"advance":   h.advance,
-			"config":    func(t *rapid.T) { h.putRoom(t, h.withStock(t, h.withSchedule(t, drawConfig(t))), true) },
+			"config":    func(t *rapid.T) { h.putRoom(t, h.withTiers(t, h.withStock(t, h.withSchedule(t, drawConfig(t)))), true) },
 			"stock":     h.stock,
 			"stock2":    h.stock,
 			"delete":    h.deleteRoom,
@@ -247,15 +247,21 @@ func (h *modelRun) deleteRoom(t *rapid.T) {
 }
 
 func (h *modelRun) join(t *rapid.T) {
-	key := rapid.SampledFrom(modelKeys).Draw(t, "key")
+	req := h.joinRequest(t)
 	now := h.when(t)
-	h.begin(t, "Join key=%q", key)
-	got, err := h.s.Join(h.ctx, h.m.name, key, now)
+	h.begin(t, "Join %s", fmtJoin(req))
+	var got waitroom.Session
+	var err error
+	if req.Tier == "" && req.Uses == nil {
+		got, err = h.s.Join(h.ctx, h.m.name, req.Key, now)
+	} else {
+		got, err = h.s.JoinWith(h.ctx, h.m.name, req, now)
+	}
 	if !h.m.exists {
 		h.noRoom(t, "Join", err)
 		return
 	}
-	s, already, refused := h.m.join(key, got.ID, now)
+	s, already, refused := h.m.join(req, got.ID, now)
 	if refused != "" {
 		wantCode(t, "Join "+refusal[refused], err, refused)
 		h.recover(t, now)
@@ -561,7 +567,7 @@ func (h *modelRun) check(t *rapid.T) {
 		t.Fatalf("Sessions returned %d for %d ids", len(got), len(read))
 	}
 	liveKeys := map[string]string{}
-	var maxAdmitted int64
+	maxAdmitted := map[int]int64{} // by tier
 	for i, id := range read {
 		s := m.find(id)
 		if s == nil {
@@ -577,13 +583,15 @@ func (h *modelRun) check(t *rapid.T) {
 			}
 			liveKeys[got[i].Key] = id
 		}
-		if !got[i].AdmittedAt.IsZero() && s.place == 0 {
-			maxAdmitted = max(maxAdmitted, got[i].Ticket)
+		if !got[i].AdmittedAt.IsZero() && s.place >= 0 {
+			maxAdmitted[s.tier] = max(maxAdmitted[s.tier], got[i].Ticket)
 		}
 	}
-	// FIFO among the sessions no operator moved.
-	if i := slices.IndexFunc(waiting, func(w waitroom.Session) bool { return w.Place == 0 }); i >= 0 && waiting[i].Ticket < maxAdmitted {
-		t.Fatalf("FIFO broken: #%d was admitted while #%d waits", maxAdmitted, waiting[i].Ticket)
+	// FIFO inside each tier among the sessions no operator moved.
+	for _, w := range waiting {
+		if s := m.find(w.ID); s != nil && w.Place >= 0 && w.Ticket < maxAdmitted[s.tier] {
+			t.Fatalf("FIFO broken in tier %d: #%d was admitted while #%d waits", s.tier, maxAdmitted[s.tier], w.Ticket)
+		}
 	}
 	checkStockCounts(t, r, got)
 

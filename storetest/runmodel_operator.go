@@ -164,7 +164,7 @@ func (m *model) lookup(ticket int64, key string) *mSession {
 // letInTicket is how fairness records s's admission: its ticket, negated
 // for a session an operator moved.
 func letInTicket(s *mSession) int64 {
-	if s.place != 0 {
+	if s.place < 0 {
 		return -s.ticket
 	}
 	return s.ticket
