@@ -9,6 +9,7 @@ package httpapi
 
 import (
 	"cmp"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/clientaddr"
+	"github.com/waitroom/waitroom/door"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/roomstats"
@@ -94,6 +96,12 @@ type Config struct {
 	// (the console's live stream shows them).
 	OnAudit func(waitroom.AuditEntry)
 
+	// Door checks invites and proof-of-work challenges before a join
+	// reaches the store (package door). nil makes one over Store with a
+	// random secret, which suits one process only: servers sharing a
+	// store must share the secret, so `waitroom serve` passes its own.
+	Door *door.Door
+
 	// MemoryGuard, when set, makes joins answer 503 room_full while the
 	// process uses more memory than its limit (limit.NewMemoryGuard); nil
 	// means no guard. Existing sessions keep being served.
@@ -102,6 +110,7 @@ type Config struct {
 
 // server is the http.Handler NewHandler returns.
 type server struct {
+	door     *door.Door
 	hub      *push.Hub
 	fill     func(s *waitroom.Session, now time.Time)
 	beat     time.Duration
@@ -150,10 +159,16 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Stats == nil && cfg.Ledger != nil {
 		cfg.Stats = roomstats.New(cfg.Store, cfg.Ledger, roomstats.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
+	if cfg.Door == nil {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		cfg.Door = door.New(cfg.Store, secret)
+	}
 	if cfg.Hub == nil {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
+		door:       cfg.Door,
 		hub:        cfg.Hub,
 		fill:       cfg.Fill,
 		beat:       cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),

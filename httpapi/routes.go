@@ -14,6 +14,7 @@ func (s *server) routes() {
 	m.Handle("GET /v1/rooms/{room}", s.api(s.roomStatus))
 	m.Handle("GET /v1/rooms/{room}/draw", s.api(s.draw))
 	m.Handle("GET /v1/rooms/{room}/fairness", s.api(s.fairness))
+	m.Handle("GET /v1/rooms/{room}/challenge", s.api(s.challenge))
 	// Live updates: Server-Sent Events, and the same over WebSocket.
 	m.Handle("GET /v1/rooms/{room}/sessions/{id}/events", s.api(s.events))
 	m.Handle("GET /v1/rooms/{room}/sessions/{id}/ws", s.api(s.websocket))
@@ -30,6 +31,7 @@ func (s *server) routes() {
 	m.Handle("POST /v1/rooms/{room}/sessions/{id}/front", s.adminOnly(s.front))
 	m.Handle("POST /v1/rooms/{room}/sessions/{id}/extend", s.adminOnly(s.extend))
 	m.Handle("GET /v1/rooms/{room}/find", s.adminOnly(s.find))
+	m.Handle("POST /v1/rooms/{room}/invites", s.adminOnly(s.invites))
 	m.Handle("GET /v1/rooms/{room}/audit", s.adminOnly(s.auditLog))
 	m.Handle("GET /v1/stats", s.adminOnly(s.overview))
 	m.Handle("GET /v1/rooms/{room}/stats", s.adminOnly(s.roomStats))

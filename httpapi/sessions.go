@@ -11,6 +11,10 @@ type joinRequest struct {
 	// Key is an identity only a trusted caller (with the admin token) may
 	// set; a pointer tells an absent key from an empty one.
 	Key *string `json:"key"`
+	// Invite is an invite token (see package invite); Challenge a solved
+	// proof-of-work challenge (package challenge).
+	Invite    string `json:"invite"`
+	Challenge string `json:"challenge"`
 }
 
 // join: POST /v1/rooms/{room}/sessions.
@@ -46,6 +50,12 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 		key = *req.Key
 	}
 	now := s.now()
+	// The door first: a join it refuses costs the address none of its
+	// allowance, and its checks cost microseconds.
+	jr, err := s.door.Admit(r.Context(), room, key, req.Invite, req.Challenge, now)
+	if err != nil {
+		return err
+	}
 	if trusted {
 		err = s.joins.CheckCaps(r.Context(), room, s.store, now)
 	} else {
@@ -54,7 +64,7 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.store.Join(r.Context(), room, key, now)
+	sess, err := s.store.JoinWith(r.Context(), room, jr, now)
 	if err != nil {
 		return err
 	}

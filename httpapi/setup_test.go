@@ -139,7 +139,8 @@ type apiError struct {
 		Code    waitroom.Code `json:"code"`
 		Message string        `json:"message"`
 	} `json:"error"`
-	Session json.RawMessage `json:"session"`
+	Session   json.RawMessage `json:"session"`
+	Challenge json.RawMessage `json:"challenge"`
 }
 
 // errorShape checks b is exactly the documented error shape and returns it.

@@ -36,7 +36,9 @@ var (
 	pageJS     = mustAsset("page.js", AssetPrefix+"page.js", "text/javascript; charset=utf-8")
 	styleCSS   = mustAsset("page.css", AssetPrefix+"page.css", "text/css; charset=utf-8")
 	demoJS     = mustAsset("demo.js", AssetPrefix+"demo.js", "text/javascript; charset=utf-8")
-	pageAssets = []*asset{pageJS, styleCSS, demoJS}
+	powJS      = mustAsset("pow-worker.js", AssetPrefix+"pow-worker.js", "text/javascript; charset=utf-8")
+	doorJS     = mustAsset("door.js", AssetPrefix+"door.js", "text/javascript; charset=utf-8")
+	pageAssets = []*asset{pageJS, styleCSS, demoJS, powJS, doorJS}
 )
 
 // url is the versioned URL of a, for pages to link.

@@ -32,6 +32,9 @@ const (
 // Page is what a waiting-page template receives. Numbers come both raw (in
 // Session) and formatted for the visitor's language.
 type Page struct {
+	// TierNote, in a room with tiers, names the visitor's tier and says why
+	// a position may grow (in English); "" otherwise.
+	TierNote string
 	// Lang is the page's language tag ("en", "de", "fr") and T its text.
 	Lang string
 	T    *Messages
@@ -94,6 +97,8 @@ type Page struct {
 	// Script is the URL of /waitroom.js, PageScript of the page's live
 	// updater (it needs Script first) and Style of the built-in style sheet.
 	Script, PageScript, Style template.URL
+	// DoorScript redeems an invite link (#invite=…) opened on the page.
+	DoorScript template.URL
 	// EventsURL, SessionURL and AwayURL are the session's API paths: its
 	// Server-Sent Events stream, the session itself and the away beacon.
 	EventsURL, SessionURL, AwayURL string
@@ -120,6 +125,7 @@ func newPage(lang *Messages, s waitroom.Session, target string, refresh int, now
 		Nonce:      nonce,
 		Script:     clientJS.url(),
 		PageScript: pageJS.url(),
+		DoorScript: doorJS.url(),
 		Style:      styleCSS.url(),
 		ETA:        lang.ETAUnknown,
 	}
@@ -166,6 +172,22 @@ func newPage(lang *Messages, s waitroom.Session, target string, refresh int, now
 	}
 	p.Data = p.data(now)
 	return p
+}
+
+// tierNote sets TierNote for a waiting visitor of a tiered room.
+func (p *Page) tierNote(cfg waitroom.RoomConfig) {
+	s := p.Session
+	if len(cfg.Tiers) == 0 || s.Status != waitroom.StatusWaiting || s.Tier == "" {
+		return
+	}
+	p.TierNote = "You wait in the " + s.Tier + " line."
+	if s.Tier != cfg.Tiers[0].Name {
+		if cfg.TierPolicy == waitroom.TierWeighted {
+			p.TierNote += " Higher tiers get a share of the places, so people who join them after you may go ahead of you and your position can grow."
+		} else {
+			p.TierNote += " People who join a higher tier go ahead of you, so your position can grow."
+		}
+	}
 }
 
 // progress is the share of the wait behind a visitor who has waited for
@@ -276,6 +298,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.clock.Now()
+	if h.door != nil && guarded(info.RoomConfig) {
+		if _, ok, err := h.current(ctx, r, room, true, now); err == nil && !ok {
+			h.doorPage(w, r, lang, room, info.RoomConfig, http.StatusOK, "")
+			return
+		}
+	}
 	s, joined, err := h.resume(ctx, r, room, true, now)
 	if err != nil {
 		h.storeError(w, r, lang, room, err)
@@ -292,7 +320,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if s.Status == waitroom.StatusWaiting && h.eta != nil {
 		h.eta(&s, now)
 	}
-	h.render(w, r, lang, newPage(lang, s, target, refreshSeconds(info.RoomConfig), now, nonce()))
+	p := newPage(lang, s, target, refreshSeconds(info.RoomConfig), now, nonce())
+	p.tierNote(info.RoomConfig)
+	h.render(w, r, lang, p)
 }
 
 // rejoin: POST /r/{room}, the "join the line again" button of a page whose
@@ -321,16 +351,8 @@ func (h *Handler) rejoin(w http.ResponseWriter, r *http.Request) {
 // while it is live (or, when keepServed, served: its page says it is their
 // turn), else a new one. joined says a new session was made.
 func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keepServed bool, now time.Time) (s waitroom.Session, joined bool, err error) {
-	if c, cerr := r.Cookie(CookieName(room)); cerr == nil && c.Value != "" {
-		s, err = h.store.Session(ctx, room, c.Value, now)
-		switch code := waitroom.ErrorCode(err); {
-		case err == nil && (s.Status.Live() || (keepServed && s.Status == waitroom.StatusServed)):
-			return s, false, nil
-		case err == nil, code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:
-			// Ended, forgotten or forged: a new place at the back.
-		default:
-			return s, false, err
-		}
+	if s, ok, err := h.current(ctx, r, room, keepServed, now); ok || err != nil {
+		return s, false, err
 	}
 	if err := h.joins.Check(ctx, r, room, h.store, now); err != nil {
 		return s, false, err
@@ -340,6 +362,24 @@ func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keep
 		h.joins.Joined(s, now)
 	}
 	return s, err == nil, err
+}
+
+// current returns the session named by the room's cookie while it is live
+// (or, when keepServed, served); ok is false when there is none.
+func (h *Handler) current(ctx context.Context, r *http.Request, room string, keepServed bool, now time.Time) (s waitroom.Session, ok bool, err error) {
+	c, cerr := r.Cookie(CookieName(room))
+	if cerr != nil || c.Value == "" {
+		return s, false, nil
+	}
+	s, err = h.store.Session(ctx, room, c.Value, now)
+	switch code := waitroom.ErrorCode(err); {
+	case err == nil && (s.Status.Live() || (keepServed && s.Status == waitroom.StatusServed)):
+		return s, true, nil
+	case err == nil, code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:
+		return waitroom.Session{}, false, nil // ended, forgotten or forged
+	default:
+		return s, false, err
+	}
 }
 
 // setCookie stores the session id for the room. HttpOnly keeps it from

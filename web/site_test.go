@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/eta"
+	"github.com/waitroom/waitroom/door"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/push"
@@ -68,6 +69,7 @@ type site struct {
 	t     testing.TB
 	store *recordingStore
 	srv   *httptest.Server
+	door  *door.Door
 
 	mu       sync.Mutex
 	requests []string // "METHOD /path" of every request, in order
@@ -84,10 +86,11 @@ func newSite(t testing.TB, opt siteOptions) *site {
 	store := &recordingStore{Store: mem}
 	est := eta.New(store)
 	hub := push.New(store, push.Options{Fill: est.Fill})
+	dr := door.New(store, []byte("the door secret of the site tests"))
 	api := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
-		StreamPresence: time.Second})
+		StreamPresence: time.Second, Door: dr})
 	cfg := opt.web
-	cfg.Store, cfg.ETA = store, est.Fill
+	cfg.Store, cfg.ETA, cfg.Door = store, est.Fill, dr
 	pages, err := web.New(cfg)
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
@@ -106,7 +109,7 @@ func newSite(t testing.TB, opt siteOptions) *site {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, clientTestPage)
 	})
-	s := &site{t: t, store: store}
+	s := &site{t: t, store: store, door: dr}
 	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.Path)
@@ -122,6 +125,7 @@ func newSite(t testing.TB, opt siteOptions) *site {
 		s.srv.Close()
 		hub.Close()
 		est.Close()
+		dr.Close()
 		_ = mem.Close()
 	})
 	return s

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/door"
 	"github.com/waitroom/waitroom/limit"
 )
 
@@ -73,6 +74,10 @@ type Config struct {
 	// (see package outage). Unset or false, the page says the line is
 	// paused and tries again by itself (fail closed).
 	FailOpen func() bool
+	// Door checks invites and challenges; share the API's (package door).
+	// nil turns the door off: rooms that ask for an invite or a challenge
+	// then join on the first visit like any other.
+	Door *door.Door
 	// Demo serves the demo of room DemoRoom (which the server creates):
 	// DemoAppPath is a sample app behind the room that shows "you are in"
 	// with a Leave button, and DemoPrefix itself a page that puts each
@@ -93,6 +98,7 @@ type Handler struct {
 	// room's configuration as last read, for its target.
 	failOpen func() bool
 	joins    *limit.Joins
+	door     *door.Door
 	known    sync.Map // room name → waitroom.RoomConfig
 	pages    *pageTemplates
 	mux      *http.ServeMux
@@ -123,6 +129,7 @@ func New(cfg Config) (*Handler, error) {
 		secure:   cfg.Secure,
 		failOpen: cfg.FailOpen,
 		joins:    cfg.Joins,
+		door:     cfg.Door,
 		pages:    pages,
 		mux:      http.NewServeMux(),
 	}
@@ -147,6 +154,7 @@ func (h *Handler) routes(demo bool) {
 	m := h.mux
 	m.HandleFunc("GET /r/{room}", h.page)
 	m.HandleFunc("POST /r/{room}", h.rejoin)
+	m.HandleFunc("POST /r/{room}/join", h.join)
 	m.HandleFunc("GET "+ClientPath, h.asset(clientJS))
 	for _, a := range pageAssets {
 		m.HandleFunc("GET "+AssetPrefix+a.name, h.asset(a))

@@ -31,6 +31,7 @@ import (
 	"github.com/waitroom/waitroom/clientaddr"
 	"github.com/waitroom/waitroom/connlimit"
 	"github.com/waitroom/waitroom/console"
+	"github.com/waitroom/waitroom/door"
 	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/httpapi"
@@ -362,6 +363,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("pass keys in %s: %w", keysDir, err)
 	}
+	doorSecret, err := loadDoorSecret(keysDir)
+	if err != nil {
+		return err
+	}
+	dr := door.New(store, doorSecret)
+	defer dr.Close()
 	gateProxies, _ := gate.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
 	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory}
 	gt, err := gate.New(gate.Config{
@@ -428,6 +435,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registry:           reg,
 		Hub:                hub,
 		Fill:               fill,
+		Door:               dr,
 	})
 	// The waiting page, its scripts and the demo live next to the API: the
 	// web handler takes its own prefixes, the API everything else.
@@ -441,6 +449,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		FailOpen:  monitor.FailOpen,
 		// The page's and the gate's joins share the API's allowance.
 		Joins: joins,
+		Door:  dr,
 	}
 	pages, err := web.New(webCfg)
 	if err != nil {
@@ -806,4 +815,44 @@ func upstreamTransport() *http.Transport {
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 1024
 	return t
+}
+
+// doorSecretFile holds the secret that signs invites and challenges (package
+// door), next to the pass keys: processes sharing a store share the folder.
+const doorSecretFile = "door.key"
+
+// loadDoorSecret reads the door's secret from dir, making one (32 random
+// bytes, mode 0600) on first start.
+func loadDoorSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, doorSecretFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) < 32 {
+			return nil, fmt.Errorf("door secret %s: %d bytes, want at least 32", path, len(b))
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("door secret: %w", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("door secret: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("door secret: %w", err)
+	}
+	// Written aside, then linked in: another process never reads half a
+	// secret, and the first to link wins.
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, fmt.Errorf("door secret: %w", err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+		return loadDoorSecret(dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("door secret: %w", err)
+	}
+	return b, nil
 }

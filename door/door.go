@@ -1,0 +1,259 @@
+// Package door decides what a join needs before it reaches the store: an
+// invite in an invite-only room (and the tier and key an invite gives), and
+// a solved proof-of-work challenge in a room with challenge "pow". The API
+// and the waiting page both send their joins through one Door, so both ways
+// in ask the same.
+//
+// Invites are checked here (signature, expiry, room) and their uses are
+// counted by the store, atomically with the join (waitroom.TokenUse), so an
+// invite cannot be replayed through another process. Challenges are the
+// same: verified here, spent once in the store.
+//
+// A valid invite lets its holder skip the challenge: it is signed by the
+// operator and scarce already, and the people holding one (presale members,
+// accessibility users) are the ones a puzzle should not slow down.
+package door
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/challenge"
+	"github.com/waitroom/waitroom/invite"
+)
+
+// configTTL is how long a room's configuration is used before it is read
+// again; a change seen in the store's events applies at once.
+const configTTL = time.Second
+
+// Door checks invites and challenges. It is safe for concurrent use.
+type Door struct {
+	store   waitroom.Store
+	secret  []byte
+	issuer  *challenge.Issuer
+	calm    int64
+	mu      sync.Mutex
+	rooms   map[string]*roomState
+	unwatch func()
+}
+
+// roomState is what a Door keeps per room: its configuration (cached) and
+// its recent challenge requests, for the difficulty.
+type roomState struct {
+	cfg    waitroom.RoomConfig
+	keys   []ed25519.PublicKey
+	readAt time.Time
+	ok     bool
+	// Requests for a challenge in the current and the previous minute.
+	minute   int64
+	cur, old int64
+}
+
+// New returns a Door over store whose invites (HMAC) and challenges are
+// signed with secret (32 bytes or more, the same in every process). It
+// watches the store's events for configuration changes until Close.
+func New(store waitroom.Store, secret []byte) *Door {
+	if len(secret) < 32 {
+		panic("door: the secret must be at least 32 bytes")
+	}
+	// One key each, derived from secret, so a signature made for one
+	// purpose is never valid for the other.
+	d := &Door{store: store, secret: derive(secret, "waitroom invite v1"), issuer: challenge.New(derive(secret, "waitroom challenge v1"), challenge.DefaultTTL),
+		calm: challenge.DefaultCalm, rooms: make(map[string]*roomState)}
+	d.unwatch = store.Subscribe(d.observe)
+	return d
+}
+
+func derive(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// Close stops watching the store.
+func (d *Door) Close() { d.unwatch() }
+
+func (d *Door) observe(ev waitroom.Event) {
+	switch {
+	case ev.Kind == waitroom.EventConfig && ev.Config != nil:
+		d.mu.Lock()
+		if st := d.rooms[ev.Room]; st != nil {
+			st.ok = false
+		}
+		d.mu.Unlock()
+	case ev.Kind == waitroom.EventDeleted:
+		d.mu.Lock()
+		delete(d.rooms, ev.Room)
+		d.mu.Unlock()
+	}
+}
+
+// state returns the room's state with a configuration at most configTTL
+// old.
+func (d *Door) state(ctx context.Context, room string, now time.Time) (*roomState, error) {
+	d.mu.Lock()
+	st := d.rooms[room]
+	if st != nil && st.ok && now.Sub(st.readAt) < configTTL && !now.Before(st.readAt) {
+		d.mu.Unlock()
+		return st, nil
+	}
+	d.mu.Unlock()
+	r, err := d.store.Room(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	var keys []ed25519.PublicKey
+	for _, k := range r.InviteKeys {
+		if b, err := waitroom.ParseInviteKey(k); err == nil {
+			keys = append(keys, ed25519.PublicKey(b))
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.rooms[room] == nil {
+		if len(d.rooms) >= 10_000 {
+			clear(d.rooms) // many rooms come and go: start again rather than grow
+		}
+		d.rooms[room] = &roomState{}
+	}
+	st = d.rooms[room]
+	st.cfg, st.keys, st.readAt, st.ok = r.RoomConfig, keys, now, true
+	return st, nil
+}
+
+// Guarded reports whether room asks anything at its door (invites or a
+// challenge), so callers can skip the door's work for open rooms.
+func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, error) {
+	st, err := d.state(ctx, room, now)
+	if err != nil {
+		return false, err
+	}
+	return st.cfg.InviteOnly || st.cfg.Challenge != "", nil
+}
+
+// Admit checks a join's invite and challenge solution (either may be "")
+// against room's rules at now and returns the request to make of the
+// store: its tier and key (from the invite) and the uses it spends. key is
+// a key the caller may set itself (a trusted backend); an invite's key
+// wins over it. Errors are *waitroom.Error: the invite and challenge codes,
+// CodeChallengeRequired carrying a fresh challenge, or the store's.
+func (d *Door) Admit(ctx context.Context, room, key, inviteToken, solution string, now time.Time) (waitroom.JoinRequest, error) {
+	req := waitroom.JoinRequest{Key: key}
+	st, err := d.state(ctx, room, now)
+	if err != nil {
+		return req, err
+	}
+	cfg := st.cfg
+	invited := false
+	if inviteToken != "" {
+		c, err := invite.Verify(inviteToken, room, now, d.secret, st.keys)
+		if err != nil {
+			return req, err
+		}
+		if cfg.TierIndex(c.Tier) < 0 {
+			return req, waitroom.Errorf(waitroom.CodeInviteInvalid, "This invite names tier %q, which room %q does not have.", c.Tier, room)
+		}
+		req.Tier = c.Tier
+		if c.Key != "" {
+			req.Key = c.Key
+		}
+		req.Uses = append(req.Uses, waitroom.TokenUse{Kind: waitroom.TokenInvite, ID: c.ID, Max: max(1, c.Uses), Expires: c.Expires})
+		invited = true
+	} else if cfg.InviteOnly {
+		return req, waitroom.Errorf(waitroom.CodeInviteRequired, "Room %q is by invitation only; join with the link of your invite.", room)
+	}
+	if cfg.Challenge == waitroom.ChallengePoW && !invited {
+		if solution == "" {
+			ch, err := d.Challenge(ctx, room, now)
+			if err != nil {
+				return req, err
+			}
+			return req, &waitroom.Error{Code: waitroom.CodeChallengeRequired, Challenge: ch,
+				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
+		}
+		s, err := d.issuer.Verify(solution, room, now)
+		if err != nil {
+			var we *waitroom.Error
+			if e, ok := err.(*waitroom.Error); ok && e.Code == waitroom.CodeChallengeExpired {
+				we = e
+				if ch, cerr := d.Challenge(ctx, room, now); cerr == nil {
+					we.Challenge = ch
+				}
+				return req, we
+			}
+			return req, err
+		}
+		req.Uses = append(req.Uses, waitroom.TokenUse{Kind: waitroom.TokenChallenge, ID: s.ID, Max: 1, Expires: s.Expires})
+	}
+	return req, nil
+}
+
+// Challenge issues a challenge for room, as hard as the room's recent rate
+// of challenge requests asks (challenge.Difficulty between the room's
+// challenge_min and challenge_max). The rate is this process's own.
+func (d *Door) Challenge(ctx context.Context, room string, now time.Time) (challenge.Challenge, error) {
+	st, err := d.state(ctx, room, now)
+	if err != nil {
+		return challenge.Challenge{}, err
+	}
+	if st.cfg.Challenge != waitroom.ChallengePoW {
+		return challenge.Challenge{}, waitroom.Errorf(waitroom.CodeNotFound, "Room %q asks no challenge.", room)
+	}
+	lo, hi := st.cfg.ChallengeMin, st.cfg.ChallengeMax
+	if lo <= 0 {
+		lo = challenge.DefaultMin
+	}
+	if hi <= 0 {
+		hi = max(lo, challenge.DefaultMax)
+	}
+	d.mu.Lock()
+	m := now.Unix() / 60
+	switch {
+	case m == st.minute:
+	case m == st.minute+1:
+		st.old, st.cur = st.cur, 0
+	default:
+		st.old, st.cur = 0, 0
+	}
+	st.minute = m
+	st.cur++
+	// The last minute's rate: this minute so far plus the share of the
+	// previous minute that lies within 60 s of now.
+	frac := now.Sub(time.Unix(m*60, 0)).Seconds() / 60
+	rate := st.cur + int64(float64(st.old)*(1-frac))
+	d.mu.Unlock()
+	ch, err := d.issuer.Issue(room, challenge.Difficulty(lo, hi, rate, d.calm), now)
+	if err != nil {
+		return ch, fmt.Errorf("door: issue a challenge: %w", err)
+	}
+	return ch, nil
+}
+
+// Issue makes count invites for room signed with the door's secret: each
+// with its own ID, for tier ("" for the room's lowest), uses joins each,
+// valid until expires. key, when set, is the identity the invite joins
+// with (count must then be 1).
+func (d *Door) Issue(ctx context.Context, room string, count int, tier, key string, uses int, expires time.Time, now time.Time) ([]string, error) {
+	st, err := d.state(ctx, room, now)
+	if err != nil {
+		return nil, err
+	}
+	if st.cfg.TierIndex(tier) < 0 {
+		return nil, waitroom.NoTierError(room, tier)
+	}
+	out := make([]string, 0, count)
+	for range count {
+		tok, err := invite.SignHMAC(invite.Claims{Room: room, ID: invite.NewID(), Tier: tier, Key: key, Uses: uses, Expires: expires}, d.secret)
+		if err != nil {
+			return nil, waitroom.Errorf(waitroom.CodeInvalidRequest, "The invite cannot be made: %v", err)
+		}
+		out = append(out, tok)
+	}
+	return out, nil
+}
