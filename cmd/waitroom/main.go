@@ -4,6 +4,7 @@
 //	waitroom load         play a crowd against running servers
 //	waitroom bench        measure waitroom next to the alternatives
 //	waitroom verify-draw  check a scheduled room's published draw
+//	waitroom invite       make invite keys and mint invite tokens
 //	waitroom version      print version information
 //
 // Everything but the process plumbing lives in run, so tests drive the

@@ -20,6 +20,7 @@ Commands:
 	load         play a crowd against running servers and report what it saw
 	bench        measure waitroom next to the alternatives and print one table
 	verify-draw  check a scheduled room's published draw (from a URL or a file)
+	invite       make invite keys and mint signed invite tokens offline
 	version      print the version, the Go version and the VCS revision
 	help         print this help
 
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return sseBaselineCommand(ctx, rest, stdout, stderr)
 	case "verify-draw":
 		return verifyDrawCommand(ctx, rest, stdout, stderr)
+	case "invite":
+		return inviteCommand(rest, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
