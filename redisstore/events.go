@@ -65,7 +65,7 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // configuration is JSON, which escapes them):
 //
 //	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold
-//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns]]]]
+//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns [tier]]]]]
 //	u ticket unit
 //	…
 //
@@ -75,7 +75,9 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // what does not apply), ending with the units remaining and 1 when it holds
 // one. A live session an operator moved or extended has 20 fields: the
 // 17 (remaining and unit empty without an inventory), then its place and
-// its extension in ms and the ns past them. A "u" line is a unit taken
+// its extension in ms and the ns past them. A live session of a room with
+// tiers has 21: the 20 (place 0 for an entrant before the draw), then its
+// tier's name. A "u" line is a unit taken
 // from (0) or given to (1) an active session outside a status change
 // (Event.Units).
 
@@ -152,7 +154,7 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 
 func decodeChange(room, line string) (waitroom.Change, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 && len(f) != 20 {
+	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 && len(f) != 20 && len(f) != 21 {
 		return waitroom.Change{}, false
 	}
 	// Without an inventory a 20-field line has empty stock fields.
@@ -195,8 +197,11 @@ func decodeChange(room, line string) (waitroom.Change, bool) {
 	if stocked {
 		c.Session.Stocked, c.Session.Remaining, c.Session.Unit = true, n[15], n[16] == 1
 	}
-	if len(f) == 20 {
+	if len(f) >= 20 {
 		c.Session.Place, c.Session.Extended = n[17], extended(n[18], n[19])
+	}
+	if len(f) == 21 {
+		c.Session.Tier = f[20]
 	}
 	c.Session.ID = id.String()
 	return c, true

@@ -7,21 +7,25 @@
 -- The line is ordered by place: a moved session's place is negative, taken
 -- from the room's counter front (room hash field 'front': starts at 0, only
 -- decreases, never reset while the room exists), an unmoved one's is its
--- ticket. The wait sorted set is scored by place, so ZRANGE is the line and
+-- ticket, or in a room with tiers the positive place its tier gave
+-- (tiers.lua). The wait sorted set is scored by place, so ZRANGE is the line and
 -- ZRANK the position, and admission takes the lowest score. A session hash
--- holds pl (its place, absent or 0: never moved; an admitted session keeps
--- it, so its admission is no inversion: count in stock.lua), and ex and exn
+-- holds pl (its place: negative once moved; positive in a room with tiers;
+-- else absent or 0; an admitted session keeps it, so a moved one's
+-- admission is no inversion: count in stock.lua; a moved session keeps its
+-- tier), and ex and exn
 -- (how long an operator extended it: whole ms and the ns past them; the
 -- max-session deadline is admitted + max_session + ex, rounded up by exn:
 -- deadline in room.lua).
 
 -- placeTail ends array (or, with line, event line) v of live session s
--- with its place and extension when it has either: v is padded to 17
--- (without an inventory the stock fields are nil, or '' in a line), then
--- place, extension in ms, ns past them.
+-- (or entrant) with its place and extension when it has either, or a tier:
+-- v is padded to 17 (without an inventory the stock fields are nil, or ''
+-- in a line), then place, extension in ms, ns past them, and in a room
+-- with tiers the tier's name (tiers.lua).
 function placeTail(v, s, line)
-  local pl, ex, exn = s.pl or 0, s.ex or 0, s.exn or 0
-  if pl == 0 and ex == 0 and exn == 0 then return v end
+  local pl, ex, exn, name = s.pl or 0, s.ex or 0, s.exn or 0, tierName(s.tr)
+  if pl == 0 and ex == 0 and exn == 0 and name == '' then return v end
   local z, none = 0, false
   if line then z, none = '0', '' end
   for i = #v + 1, 15 do v[i] = z end
@@ -31,6 +35,7 @@ function placeTail(v, s, line)
   else
     v[18], v[19], v[20] = pl, ex, exn
   end
+  if name ~= '' then v[21] = name end
   return v
 end
 

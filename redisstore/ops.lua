@@ -6,13 +6,14 @@ local exists = loadRoom()
 -- draw is due: the caller applies it and settles), seed and opening of a
 -- schedule it set or moved ('' and 0 for none) }.
 if OP == 'putroom' and not exists then
-  -- ARGV 11.. mode cap rate idle maxs wt grace paused cfg tsig opens closes seed inventory
+  -- ARGV 11.. mode cap rate idle maxs wt grace paused cfg tsig opens closes seed inventory,
+  -- 25.. tier names, policy, steps (tiers.lua)
   local base = tonumber(redis.call('GET', K_SEQ) or '0')
   local ebase = tonumber(redis.call('GET', K_ESEQ) or '0')
   local rate = tonumber(ARGV[13])
   local full = math.max(1, math.floor((rate + 59) / 60)) * 60000
   -- Whatever a deleted incarnation left of its draw goes.
-  redis.call('UNLINK', K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD)
+  redis.call('UNLINK', K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD, K_UC, K_UX)
   redis.call('HSET', K_ROOM, 'mode', ARGV[11], 'cap', ARGV[12], 'rate', ARGV[13], 'idle', ARGV[14],
     'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19],
     'tsig', ARGV[20], 'now', i2s(ARGNOW), 'units', i2s(full), 'uat', i2s(ARGNOW), 'base', i2s(base),
@@ -20,6 +21,7 @@ if OP == 'putroom' and not exists then
     'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0')
   if ARGV[24] ~= '' then redis.call('HSET', K_ROOM, 'stock', ARGV[24]) end
   loadRoom()
+  setTiers(ARGV[25], ARGV[26], ARGV[27])
   now, kind, cfgjson = ARGNOW, 'config', cfgOut()
   local seed = applySchedule(tonumber(ARGV[21]), ARGV[23])
   local drawnow = 0
@@ -175,6 +177,7 @@ if OP == 'putroom' then
   end
   local stock = tonumber(ARGV[24])
   if stock and R.stock and stock < sold + rsv then return reply('stock_conflict', 'below', sold, rsv, stock) end
+  if tiersRefused(ARGV[25], ARGV[26]) then return reply('tiers_changed') end
   local tsig = R.tsig
   R.mode, R.cap, R.rate = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
   R.idle, R.maxs, R.wt, R.grace = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
@@ -183,6 +186,7 @@ if OP == 'putroom' then
     'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19], 'tsig', ARGV[20])
   R.closes = tonumber(ARGV[22])
   redis.call('HSET', K_ROOM, 'closes', ARGV[22])
+  setTiers(ARGV[25], ARGV[26], ARGV[27])
   units, uat = burst() * 60000, now
   local old = R.stock
   setStock(stock)
@@ -228,12 +232,13 @@ if OP == 'deleteroom' then
   end
   local ev = reply('ok')
   redis.call('UNLINK', K_ROOM, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE, K_RECENT, K_RECENTQ,
-    K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD)
+    K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD, K_UC, K_UX)
   return ev
 end
 
 if OP == 'join' then
-  -- ARGV 11 key, 12 secret
+  -- ARGV 11 key, 12 secret; for a join with a tier or token uses 13 the
+  -- tier ('' for the lowest), 14.. the uses (tiers.lua)
   local key, sec = ARGV[11], ARGV[12]
   if R.closes > 0 and now >= R.closes then return reply('room_closed', R.closes) end
   if soldOut() then return reply('sold_out', R.stock) end
@@ -262,23 +267,33 @@ if OP == 'join' then
       return reply('already_joined', view(load(tonumber(lt)), true))
     end
   end
+  local tr = joinTier(ARGV[13] or '')
+  if tr == nil then return reply('no_tier') end
+  local used = usedUp(14)
+  if used then return reply('token_used', used) end
+  spend(14)
+  if not tiered() then tr = nil end
   if R.sch == 'pre' then
-    return reply('ok', entrantView(enterNow(key, sec)))
+    return reply('ok', entrantView(enterNow(key, sec, tr)))
   end
   local t = redis.call('INCR', K_SEQ)
   last = t
+  local pl = 0
+  if tr then pl = placeFor(tr, t) end
   local s = { t = t, sec = sec, key = key, j = now, ad = 0, tc = now, aw = 0, sch = 0, why = '', e = 0, en = 0,
-    u = false }
+    u = false, pl = pl, tr = tr }
   local ts = i2s(t)
   if nW == 0 and canAdmit() and takeToken() then
     s.st, s.ad = 'active', now
     redis.call('ZADD', K_ACTIVE, ts, ts)
     nA = nA + 1
     reserve(s)
-    count(t)
+    count(t, pl, tr)
   else
     s.st = 'waiting'
-    redis.call('ZADD', K_WAIT, ts, ts)
+    local score = ts
+    if pl ~= 0 then score = i2s(pl) end
+    redis.call('ZADD', K_WAIT, score, ts)
     nW = nW + 1
   end
   cache[t] = s
@@ -286,6 +301,10 @@ if OP == 'join' then
   if d ~= 0 then due(s, d) end
   local f = { 'sec', sec, 'st', s.st, 'j', i2s(now), 'ad', i2s(s.ad), 'tc', i2s(now), 'aw', '0', 'sch', i2s(s.sch) }
   if s.u then f[#f + 1] = 'u'; f[#f + 1] = '1' end
+  if tr then
+    f[#f + 1] = 'pl'; f[#f + 1] = i2s(pl)
+    f[#f + 1] = 'tr'; f[#f + 1] = i2s(tr)
+  end
   if key ~= '' then
     f[#f + 1] = 'key'; f[#f + 1] = key
     redis.call('HSET', K_KEYS, key, ts)
@@ -305,7 +324,7 @@ if OP == 'advance' then
     local s = load(tonumber(ts))
     if R.mode == 'manual' then
       finish(s, 'served', true)
-      count(s.t, s.pl)
+      count(s.t, s.pl, s.tr)
     else
       activate(s)
     end

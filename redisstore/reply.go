@@ -83,6 +83,9 @@ func decodeSession(room string, x any) (waitroom.Session, bool) {
 		s.Place = num(v, 17)
 		s.Extended = extended(num(v, 18), num(v, 19))
 	}
+	if len(v) >= 21 {
+		s.Tier = str(v, 20)
+	}
 	s.ID = id.String()
 	return s, true
 }
@@ -122,6 +125,8 @@ func errorFor(room string, r result) error {
 		return err
 	case "queue_empty":
 		return waitroom.Errorf(waitroom.CodeQueueEmpty, "Nobody is waiting in room %q.", room)
+	case "tiers_changed":
+		return waitroom.TiersChangedError(room)
 	case "room_not_empty":
 		return waitroom.Errorf(waitroom.CodeRoomNotEmpty, "Room %q has %d live sessions; delete it with force to end them.", room, num(r.rest, 0))
 	case "room_closed":
@@ -186,8 +191,8 @@ func decodeRoom(name string, x any) (waitroom.Room, int64, error) {
 // numbers it computes with, the exact JSON it stores and hands back (but
 // for the inventory, which the script keeps apart: see stock.lua), the
 // schedule in unix milliseconds (0 for none), a fresh seed, which the
-// script keeps only for a room scheduled for the first time, and the
-// inventory ("" for none).
+// script keeps only for a room scheduled for the first time, the
+// inventory ("" for none) and the tiers (tierArgs).
 func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 	inventory := ""
 	if cfg.Inventory != nil {
@@ -214,12 +219,12 @@ func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 	if !cfg.ClosesAt.IsZero() {
 		closes = cfg.ClosesAt.UnixMilli()
 	}
-	return []any{
+	return append([]any{
 		string(cfg.Mode), cfg.Capacity, cfg.RatePerMinute,
 		cfg.ActiveTimeout.D().Milliseconds(), cfg.MaxSession.D().Milliseconds(),
 		cfg.WaitingTimeout.D().Milliseconds(), cfg.Grace.D().Milliseconds(),
 		paused, string(blob), tsig, opens, closes, seed, inventory,
-	}, nil
+	}, tierArgs(cfg)...), nil
 }
 
 // idArgs returns the script arguments naming session id: ticket, secret

@@ -9,9 +9,10 @@
 --                    lower bound of the earliest due entry, so a request on a
 --                    room with nothing due costs one read of it
 --   2 seq     STRING ticket counter (INCR); never deleted, so tickets are never reused
---   3 wait    ZSET   waiting tickets scored by place: the ticket, or the negative
---                    place an operator's move gave (operator.lua), so the
---                    line is ZRANGE order and position = ZRANK + 1
+--   3 wait    ZSET   waiting tickets scored by place: the ticket, the negative
+--                    place an operator's move gave (operator.lua), or in a
+--                    room with tiers the place its tier gave (tiers.lua), so
+--                    the line is ZRANGE order and position = ZRANK + 1
 --   4 active  ZSET   active tickets scored by ticket
 --   5 keys    HASH   key -> ticket of its live session
 --   6 due     ZSET   ticket -> scheduled deadline (lazy, as memstore's heap)
@@ -19,14 +20,16 @@
 --   8 lease   STRING the process that sweeps this room
 -- Session hashes <prefix>s:<ticket> share the tag and are derived from KEYS[1],
 -- as are the keys of a scheduled room (schedule.lua): eseq, pre, e2t, draw,
--- dlist, x:<entry> and dl, and of a room with an inventory (stock.lua): hold.
+-- dlist, x:<entry> and dl, of a room with an inventory (stock.lua): hold,
+-- and of token uses (tiers.lua): uc and ux. The room hash also holds the
+-- tiers (tn, tp, tw) and their state (vt, fin, tm): tiers.lua.
 --
--- The script is this file, then schedule.lua, stock.lua, operator.lua and
--- ops.lua, run as one (store.go joins them): this file holds the fast paths
--- and the general machinery, schedule.lua the pre-queue and the draw,
--- stock.lua the inventory and the fairness counts, operator.lua an
--- operator's moves (QueueAll, Front, Extend, Lookup) and the order of the
--- line, ops.lua the operations.
+-- The script is this file, then schedule.lua, stock.lua, operator.lua,
+-- tiers.lua and ops.lua, run as one (store.go joins them): this file holds
+-- the fast paths and the general machinery, schedule.lua the pre-queue and
+-- the draw, stock.lua the inventory and the fairness counts, operator.lua
+-- an operator's moves (QueueAll, Front, Extend, Lookup) and the order of
+-- the line, tiers.lua the tiers and token uses, ops.lua the operations.
 --
 -- ARGV: 1 op, 2 room name, 3 now (unix ms), 4 process id, 5 publish command
 -- ('' for none), 6 channel, 7 '1' to return the event, 8 retention of ended
@@ -44,9 +47,10 @@
 -- opening and the pre-queue's size (decodeSession); in a room with an
 -- inventory it is padded to 15 and ends with the units remaining and
 -- whether the session holds one (stockTail). A live session an operator
--- moved or extended is padded to 17 (the stock fields nil without an
--- inventory) and ends with its place, extension in ms and the ns past
--- them (placeTail, operator.lua).
+-- moved or extended, or of a room with tiers, is padded to 17 (the stock
+-- fields nil without an inventory) and goes on with its place, extension
+-- in ms and the ns past them (placeTail, operator.lua), and in a room with
+-- tiers its tier's name (tiers.lua).
 
 local K_ROOM, K_SEQ, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -73,17 +77,23 @@ local K_PRE, K_ESEQ, K_E2T = PFX .. 'pre', PFX .. 'eseq', PFX .. 'e2t'
 -- inventory, scored by ticket (stock.lua).
 local K_HOLD = PFX .. 'hold'
 
+-- A record of a room with tiers ends with the entrant's tier (tiers.lua):
+-- unpackEntrant returns it, or nil.
+local ENTRANT = '^([^\t]*)\t([^\t]*)\t([^\t]*)\t?(%d*)$'
 local function unpackEntrant(rec)
-  local sec, j, key = string.match(rec, '^([^\t]*)\t([^\t]*)\t(.*)$')
-  return sec, tonumber(j), key
+  local sec, j, key, tr = string.match(rec, ENTRANT)
+  return sec, tonumber(j), key, tonumber(tr)
 end
 
--- enter adds an entrant to the pre-queue and returns its entry number. A
--- keyed entrant holds its key in keys as 'e<entry>' until the draw gives it
--- a ticket, so a key is unique across pre-queue and line.
-local function enter(key, sec, ns)
+-- enter adds an entrant (of tier tr, nil without tiers) to the pre-queue
+-- and returns its entry number. A keyed entrant holds its key in keys as
+-- 'e<entry>' until the draw gives it a ticket, so a key is unique across
+-- pre-queue and line.
+local function enter(key, sec, ns, tr)
   local n = string.format('%d', redis.call('INCR', K_ESEQ))
-  redis.call('HSET', K_PRE, n, sec .. '\t' .. ns .. '\t' .. key)
+  local rec = sec .. '\t' .. ns .. '\t' .. key
+  if tr then rec = rec .. '\t' .. string.format('%d', tr) end
+  redis.call('HSET', K_PRE, n, rec)
   if key ~= '' then redis.call('HSET', K_KEYS, key, 'e' .. n) end
   return n
 end
@@ -105,6 +115,17 @@ local function remember(secs, tickets)
   end
 end
 
+-- tierOf is the name of tier index tr in tier names tn (the room hash's
+-- tn), for the fast paths; the general path has tierName (tiers.lua).
+local function tierOf(tn, tr)
+  local i = 0
+  for w in string.gmatch(tn, '[^ ]+') do
+    if i == tr then return w end
+    i = i + 1
+  end
+  return ''
+end
+
 -- ---------------------------------------------------------------- fast paths
 -- Presence, and a join that waits, are most of the traffic. When nothing is
 -- due and nobody can be admitted (memstore's presenceShared makes the same
@@ -116,7 +137,7 @@ end
 if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
     'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs', 'sch', 'opens', 'closes', 'npre', 'ebase', 'last',
-    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm')
+    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn')
   if v[1] then
     local fmt = string.format
     local now = math.max(ARGNOW, tonumber(v[5]))
@@ -145,6 +166,10 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     -- Sold out: a line not yet ended is ended in the general path; with
     -- nothing else to do, a join is refused at once.
     local soldout = stock ~= nil and sold >= stock
+    -- A room with tiers: tn lists its tiers' names. Joins there, and joins
+    -- with a tier or token uses, take the general path (tiers.lua).
+    local tn = v[27] or ''
+    local plain = tn == '' and (OP ~= 'join' or #ARGV == 12)
     if soldout and (nw > 0 or np > 0) then quiet = false end
     if soldout and quiet and not closed and OP == 'join' then
       if now ~= tonumber(v[5]) then redis.call('HSET', K_ROOM, 'now', fmt('%d', now)) end
@@ -177,10 +202,15 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
           -- An entrant needs no presence before the draw: only the clock moves.
           local rec = redis.call('HGET', K_PRE, ARGV[13])
           if rec then
-            local sec, j, key = unpackEntrant(rec)
+            local sec, j, key, tr = unpackEntrant(rec)
             if sec == ARGV[12] then
               if now ~= tonumber(v[5]) then redis.call('HSET', K_ROOM, 'now', fmt('%d', now)) end
-              return { 'ok', '', stk({ 0, sec, 'waiting', key, j, 0, 0, '', 0, nw, na, cap, en, opens, np }, 0) }
+              local r = stk({ 0, sec, 'waiting', key, j, 0, 0, '', 0, nw, na, cap, en, opens, np }, 0)
+              if tr then
+                if not stock then r[16], r[17] = false, false end
+                r[18], r[19], r[20], r[21] = 0, 0, 0, tierOf(tn, tr)
+              end
+              return { 'ok', '', r }
             end
           end
         elseif sch == 'drawn' then
@@ -191,7 +221,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       if t > tonumber(v[8]) then
         local ts = fmt('%d', t)
         local sk = PFX .. 's:' .. ts
-        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u', 'pl', 'ex', 'exn')
+        local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u', 'pl', 'ex', 'exn',
+          'tr')
         local st = s[2]
         local timer = (st == 'waiting' and tonumber(v[12]) > 0) or
           (st == 'active' and (tonumber(v[13]) > 0 or tonumber(v[14]) > 0))
@@ -209,12 +240,13 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
           if st == 'active' and s[10] == '1' then unit = 1 end
           local r = stk({ t, s[1], st, s[6] or '', tonumber(s[7]), tonumber(s[8]), 0, '', pos, nw, na, cap,
             tonumber(s[9] or '0') }, unit)
-          -- An operator's move or extension (operator.lua's placeTail).
+          -- A place, an extension or a tier (operator.lua's placeTail).
           local pl, ex, exn = tonumber(s[11] or '0'), tonumber(s[12] or '0'), tonumber(s[13] or '0')
-          if pl ~= 0 or ex ~= 0 or exn ~= 0 then
+          if pl ~= 0 or ex ~= 0 or exn ~= 0 or s[14] then
             for i = #r + 1, 15 do r[i] = 0 end
             if not stock then r[16], r[17] = false, false end
             r[18], r[19], r[20] = pl, ex, exn
+            if s[14] then r[21] = tierOf(tn, tonumber(s[14])) end
           end
           return { 'ok', '', r }
         end
@@ -236,7 +268,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     -- inventory the head is { now, waiting, active, capacity, opening or 0,
     -- pre-queue or 0, units remaining }.
     if OP == 'joins' then
-      if not quiet or closed or soldout then return { 'slow', '' } end
+      if not quiet or closed or soldout or not plain then return { 'slow', '' } end
       if pre then
         local head = { now, nw, na, cap, opens, np }
         if stock then head[7] = rem end
@@ -329,7 +361,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     end
 
     -- A join that enters the pre-queue.
-    if quiet and pre and not closed and OP == 'join' then
+    if quiet and plain and pre and not closed and OP == 'join' then
       local key, sec = ARGV[11], ARGV[12]
       if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
         local ns = fmt('%d', now)
@@ -350,7 +382,7 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     end
 
     -- A join that waits: someone already does, or admission is closed.
-    if quiet and not pre and not closed and OP == 'join' and (nw > 0 or not open) then
+    if quiet and plain and not pre and not closed and OP == 'join' and (nw > 0 or not open) then
       local key, sec = ARGV[11], ARGV[12]
       if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
         local t = redis.call('INCR', K_SEQ)
@@ -398,7 +430,12 @@ local function skey(t) return PFX .. 's:' .. i2s(t) end
 -- R.stock is the inventory (nil for none); sold and rsv count its units
 -- sold and reserved, and adm, invs and madm are the fairness counts
 -- (stock.lua).
-local R, now, nW, nA, last, units, uat, dmin, npre
+-- T is the room's tiers (tiers.lua).
+local R, T, now, nW, nA, last, units, uat, dmin, npre
+-- Defined in tiers.lua: loadTiers and saveTiers read and write T,
+-- tierName names a tier, placeFor gives a ticket its tiered place,
+-- letInTier counts a tiered admission, liveTail ends an event line.
+local loadTiers, saveTiers, tierName, placeFor, letInTier, liveTail
 local adm, invs, madm, sold, rsv
 local changes, kind, cfgjson = {}, 'sessions', ''
 -- always makes a sessions event go out without changes: a draw's.
@@ -407,8 +444,10 @@ local always = false
 local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
     'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
-    'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv')
+    'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv',
+    'tn', 'tp', 'tw', 'vt', 'fin', 'tm')
   if not v[1] then return false end
+  loadTiers(v[30], v[31], v[32], v[33], v[34], v[35])
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
     maxs = tonumber(v[5]), wt = tonumber(v[6]), grace = tonumber(v[7]), paused = v[8] == '1',
     lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14],
@@ -431,7 +470,8 @@ end
 -- en entry number (0 unless it entered a pre-queue and was drawn), u
 -- whether it holds a reserved unit (stock.lua), pl its place in the line
 -- when an operator moved it (0: none; the wait score), ex and exn how long
--- an operator extended it, in ms and the ns past them (operator.lua).
+-- an operator extended it, in ms and the ns past them (operator.lua), tr
+-- its tier's index in a room with tiers (nil otherwise: tiers.lua).
 -- Loaded sessions are cached for the run, so every change goes through one
 -- table and nothing is read twice.
 local cache = {}
@@ -439,12 +479,13 @@ local function load(t)
   local s = cache[t]
   if s then return s end
   local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end', 'en', 'u',
-    'pl', 'ex', 'exn')
+    'pl', 'ex', 'exn', 'tr')
   if not v[1] then return nil end
   s = { t = t, sec = v[1], key = v[2] or '', st = v[3], j = tonumber(v[4]) or 0,
     ad = tonumber(v[5]) or 0, tc = tonumber(v[6]) or 0, aw = tonumber(v[7]) or 0,
     sch = tonumber(v[8]) or 0, why = v[9] or '', e = tonumber(v[10]) or 0, en = tonumber(v[11]) or 0,
-    u = v[12] == '1', pl = tonumber(v[13] or '0'), ex = tonumber(v[14] or '0'), exn = tonumber(v[15] or '0') }
+    u = v[12] == '1', pl = tonumber(v[13] or '0'), ex = tonumber(v[14] or '0'), exn = tonumber(v[15] or '0'),
+    tr = tonumber(v[16] or '') }
   cache[t] = s
   return s
 end
@@ -467,8 +508,8 @@ end
 -- session's unit back; count counts an admission; endSoldOut ends the line
 -- of a sold-out room.
 local stockTail, lineTail, reserve, release, count, endSoldOut
--- Defined in operator.lua: placeTail adds a live session's place and
--- extension to its array or event line.
+-- Defined in operator.lua: placeTail adds a live session's place,
+-- extension and tier to its array or event line.
 local placeTail
 
 -- view is the reply form of a session with the room's totals now.
@@ -611,7 +652,7 @@ local function activate(s)
   end
   schedule(s)
   change(s, 'waiting')
-  count(s.t, s.pl)
+  count(s.t, s.pl, s.tr)
 end
 
 -- admit moves the head of the line into free slots.
@@ -747,6 +788,7 @@ local function save()
     end
   end
   if #f > 0 then redis.call('HSET', K_ROOM, unpack(f)) end
+  saveTiers()
 end
 
 -- reply finishes a writing operation: it saves the clock and bucket and

@@ -386,9 +386,10 @@ func (s *Store) readPreQueue(ctx context.Context, room string, want int64) ([]pr
 				continue // HSCAN may return an entry twice
 			}
 			seen[n] = true
-			f := strings.SplitN(kv[i+1], "\t", 3)
+			// secret, joined, key, and in a room with tiers the tier.
+			f := strings.SplitN(kv[i+1], "\t", 4)
 			var e preEntrant
-			if len(f) != 3 || hex.DecodedLen(len(f[0])) != len(e.secret) {
+			if len(f) < 3 || hex.DecodedLen(len(f[0])) != len(e.secret) {
 				return nil, malformed("pre-queue", kv[i+1])
 			}
 			if _, err := hex.Decode(e.secret[:], []byte(f[0])); err != nil {

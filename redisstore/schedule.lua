@@ -17,7 +17,8 @@
 --
 -- Keys (all sharing the room's tag):
 --   eseq        STRING entry counter; never deleted, so entry numbers are never reused
---   pre         HASH   live entrant: entry number -> secret \t joined \t key
+--   pre         HASH   live entrant: entry number -> secret \t joined \t key,
+--                      in a room with tiers then \t tier index (tiers.lua)
 --   e2t         HASH   after the draw: entry number -> ticket
 --   draw        HASH   seed (hex); while closing dnow, dfirst, dnext; after
 --                      the draw at, first, digest, count
@@ -36,13 +37,13 @@ local function entrant(n)
   if R.sch ~= 'pre' or n <= R.ebase then return nil end
   local rec = redis.call('HGET', K_PRE, i2s(n))
   if not rec then return nil end
-  local sec, j, key = unpackEntrant(rec)
-  return { n = n, sec = sec, j = j, key = key }
+  local sec, j, key, tr = unpackEntrant(rec)
+  return { n = n, sec = sec, j = j, key = key, tr = tr }
 end
 
 -- entrantView is the reply form of live entrant p.
 local function entrantView(p)
-  return stockTail({ 0, p.sec, 'waiting', p.key, p.j, 0, 0, '', 0, nW, nA, R.cap, p.n, R.opens, npre }, false)
+  return placeTail(stockTail({ 0, p.sec, 'waiting', p.key, p.j, 0, 0, '', 0, nW, nA, R.cap, p.n, R.opens, npre }, false), p)
 end
 
 -- endedEntrant returns entrant n that ended before the draw, as a session
@@ -94,17 +95,18 @@ local function endEntrant(p, why, keep)
   return s
 end
 
--- enterNow adds an entrant in the general path.
-local function enterNow(key, sec)
+-- enterNow adds an entrant of tier tr (nil without tiers) in the general
+-- path.
+local function enterNow(key, sec, tr)
   local ns = i2s(now)
-  local n = enter(key, sec, ns)
+  local n = enter(key, sec, ns, tr)
   npre = npre + 1
   remember({ sec }, { 'e' .. n })
   if EV then
     changes[#changes + 1] = entrantLine(n, sec, key, ns, i2s(nW), i2s(nA), i2s(R.cap), i2s(R.opens), i2s(npre)) ..
-      lineTail(15)
+      liveTail(15, 0, tr)
   end
-  return { n = tonumber(n), sec = sec, j = now, key = key }
+  return { n = tonumber(n), sec = sec, j = now, key = key, tr = tr }
 end
 
 -- applySchedule follows a configuration's opens_at (0 for none): a room
@@ -149,7 +151,8 @@ end
 -- drawStep applies one step of the draw. ARGV 11 offset, 12 entrants in
 -- all, 13 digest, 14 lease (ms), 15.. entry number, entry pairs in draw
 -- order from offset. Each entrant gets the next ticket and waits at the
--- back, present as of the draw; a keyed one keeps its key. Reply: 'ok' with
+-- back, present as of the draw; a keyed one keeps its key. In a room with
+-- tiers each keeps its tier and gets its place, in ticket order. Reply: 'ok' with
 -- the next offset, 'skip' with the offset the room expects, or 'done' when
 -- the room is not closing (the draw took place).
 local function drawStep()
@@ -190,26 +193,36 @@ local function drawStep()
       if not rec then
         return redis.error_reply('redisstore: the draw names entrant ' .. n .. ', who is not in the pre-queue')
       end
-      local sec, j, key = string.match(rec, '^([^\t]*)\t([^\t]*)\t(.*)$')
+      local sec, j, key, tr = string.match(rec, ENTRANT)
       local t = first + off + b + i - 1
       local ts = i2s(t)
+      local f = { 'sec', sec, 'st', 'waiting', 'j', j, 'ad', '0', 'tc', ns, 'aw', '0', 'sch', sch_s, 'en', n }
       if key ~= '' then
-        redis.call('HSET', PFX .. 's:' .. ts, 'sec', sec, 'st', 'waiting', 'j', j, 'ad', '0', 'tc', ns,
-          'aw', '0', 'sch', sch_s, 'en', n, 'key', key)
+        f[#f + 1] = 'key'; f[#f + 1] = key
         keys[#keys + 1] = key; keys[#keys + 1] = ts
-      else
-        redis.call('HSET', PFX .. 's:' .. ts, 'sec', sec, 'st', 'waiting', 'j', j, 'ad', '0', 'tc', ns,
-          'aw', '0', 'sch', sch_s, 'en', n)
       end
-      wait[#wait + 1] = ts; wait[#wait + 1] = ts
+      local score, pl = ts, 0
+      if tr ~= '' then
+        tr = tonumber(tr)
+        pl = placeFor(tr, t)
+        score = i2s(pl)
+        f[#f + 1] = 'pl'; f[#f + 1] = score
+        f[#f + 1] = 'tr'; f[#f + 1] = i2s(tr)
+      else
+        tr = nil
+      end
+      redis.call('HSET', PFX .. 's:' .. ts, unpack(f))
+      wait[#wait + 1] = score; wait[#wait + 1] = ts
       if sch > 0 then due[#due + 1] = sch_s; due[#due + 1] = ts end
       e2t[#e2t + 1] = n; e2t[#e2t + 1] = ts
       list[#list + 1] = n .. ' ' .. ARGV[14 + 2 * (b + i)]
       nW = nW + 1
       last = t
       if EV then
+        local lt = stail
+        if tr then lt = liveTail(13, pl, tr) end
         changes[#changes + 1] = ts .. '\t' .. sec .. '\twaiting\twaiting\t' .. key .. '\t' .. j .. tail ..
-          i2s(nW) .. live .. n .. stail
+          i2s(nW) .. live .. n .. lt
       end
     end
     redis.call('ZADD', K_WAIT, unpack(wait))

@@ -71,11 +71,14 @@ end
 
 -- count counts the admission (or service) of ticket t, and an inversion
 -- when a larger ticket was let in before it. A session an operator moved
--- (place pl ~= 0) was put ahead on purpose: it counts as an admission only,
--- and does not raise the largest ticket let in.
-function count(t, pl)
+-- (place pl < 0) was put ahead on purpose: it counts as an admission only,
+-- and does not raise the largest ticket let in. In a room with tiers (pl >
+-- 0, tier tr) order is kept inside each tier (letInTier, tiers.lua).
+function count(t, pl, tr)
   adm = adm + 1
-  if (pl or 0) ~= 0 then return end
+  pl = pl or 0
+  if pl < 0 then return end
+  if pl > 0 then return letInTier(t, tr, pl) end
   if t < madm then invs = invs + 1 end
   if t > madm then madm = t end
 end

@@ -136,7 +136,7 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// The room script is five files run as one (room.lua explains the split).
+// The room script is six files run as one (room.lua explains the split).
 var (
 	//go:embed room.lua
 	roomMachinery string
@@ -146,12 +146,15 @@ var (
 	roomStock string
 	//go:embed operator.lua
 	roomOperator string
+	//go:embed tiers.lua
+	roomTiers string
 	//go:embed ops.lua
 	roomOps string
 )
 
 // roomScript runs every operation on a room.
-var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" + roomOps)
+var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
+	roomTiers + "\n" + roomOps)
 
 // releaseScript gives up a sweep lease if this process holds it.
 var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
@@ -668,10 +671,14 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 
 // Join implements waitroom.Store.
 func (s *Store) Join(ctx context.Context, room string, key string, now time.Time) (waitroom.Session, error) {
-	if key != "" {
-		if err := waitroom.CheckKey(key); err != nil {
-			return waitroom.Session{}, err
-		}
+	return s.JoinWith(ctx, room, waitroom.JoinRequest{Key: key}, now)
+}
+
+// JoinWith implements waitroom.Store. A join with a tier or token uses
+// runs on its own, never merged into a batch of joins (tiers.lua).
+func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
+	if err := waitroom.CheckJoin(req); err != nil {
+		return waitroom.Session{}, err
 	}
 	if err := s.usable(); err != nil {
 		return waitroom.Session{}, err
@@ -682,11 +689,11 @@ func (s *Store) Join(ctx context.Context, room string, key string, now time.Time
 	// The secret is made here; the ticket only the script knows.
 	var secret [16]byte
 	_, _ = crand.Read(secret[:])
-	r, err := s.run(ctx, "join", room, now.UnixMilli(), key, hex.EncodeToString(secret[:]))
+	r, err := s.run(ctx, "join", room, now.UnixMilli(), joinArgs(req, hex.EncodeToString(secret[:]))...)
 	if err != nil {
 		return waitroom.Session{}, err
 	}
-	if err := errorFor(room, r); err != nil {
+	if err := joinError(room, req, r); err != nil {
 		// go-redis sends a command again when its connection broke before
 		// the reply came, so the script may have run already. A keyed
 		// join then finds its own session, with the secret made above:

@@ -1,0 +1,66 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Tiers and token uses (tiers.lua holds the rules and the keys). A tiered
+// room's waiting sessions are scored by their tiered place in the wait
+// sorted set, so the line, positions and admission stay ZRANGE, ZRANK and
+// the lowest score. Go works out each tier's weighted-fair-queuing step
+// (RoomConfig.TierSteps) and hands it to the script with the
+// configuration, so the script does only integer arithmetic.
+
+// tierArgs is the tier part of a configuration as the script takes it:
+// the tier names separated by spaces, the policy and the steps separated
+// by spaces ('' for none).
+func tierArgs(cfg waitroom.RoomConfig) []any {
+	names := make([]string, len(cfg.Tiers))
+	for i, t := range cfg.Tiers {
+		names[i] = t.Name
+	}
+	steps := cfg.TierSteps()
+	ss := make([]string, len(steps))
+	for i, n := range steps {
+		ss[i] = strconv.FormatInt(n, 10)
+	}
+	policy := ""
+	if len(cfg.Tiers) > 0 {
+		policy = string(cfg.TierPolicy)
+	}
+	return []any{strings.Join(names, " "), policy, strings.Join(ss, " ")}
+}
+
+// joinArgs is a join's arguments: key and secret, and for a join with a
+// tier or token uses the tier, then kind:ID, most uses and expiry (unix
+// ms) of each use. A plain join has only the two, so the pipeliner may
+// merge it with others (mergeJoins).
+func joinArgs(req waitroom.JoinRequest, secret string) []any {
+	args := []any{req.Key, secret}
+	if req.Tier == "" && len(req.Uses) == 0 {
+		return args
+	}
+	args = append(args, req.Tier)
+	for _, u := range req.Uses {
+		args = append(args, string(u.Kind)+":"+u.ID, u.Max, u.Expires.UnixMilli())
+	}
+	return args
+}
+
+// joinError is errorFor with a join's own refusals: a tier the room does
+// not have, and a token with no use left (the reply names which).
+func joinError(room string, req waitroom.JoinRequest, r result) error {
+	switch r.status {
+	case "no_tier":
+		return waitroom.NoTierError(room, req.Tier)
+	case "token_used":
+		if i := num(r.rest, 0) - 1; i >= 0 && i < int64(len(req.Uses)) {
+			return waitroom.UsedError(req.Uses[i])
+		}
+		return malformed("join", r.rest)
+	}
+	return errorFor(room, r)
+}
