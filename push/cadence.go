@@ -39,7 +39,7 @@ import (
 
 // roomClock is what the hub learns of a room from its events alone.
 type roomClock struct {
-	departed  int64 // waiting sessions that left the line
+	departed  int64 // waiting sessions that left the line, and joins that may have landed ahead of others (tiers)
 	waiting   int   // the room's waiting total after the latest session event
 	epoch     int64 // bumped by changes that every watcher must be read for
 	unitEpoch int64 // bumped when active sessions' units were sold or released
@@ -78,8 +78,14 @@ func (c *roomClock) apply(ev waitroom.Event) {
 		if ch.From == waitroom.StatusWaiting && ch.Session.Status != waitroom.StatusWaiting {
 			c.departed++
 		}
-		if ch.Session.Status == waitroom.StatusWaiting && ch.Session.Place != 0 && ch.From != "" {
+		if ch.Session.Status == waitroom.StatusWaiting && ch.Session.Place < 0 && ch.From != "" {
 			moved = true
+		}
+		if ch.From == "" && c.joinsAhead(ch.Session) {
+			// A join that lands ahead of others moves their positions by
+			// one, as a departure does the other way: it counts the same
+			// towards the tenth that has a watcher read again.
+			c.departed++
 		}
 	}
 	if moved {
@@ -88,6 +94,19 @@ func (c *roomClock) apply(ev waitroom.Event) {
 		// departures tells. Everyone is read again.
 		c.epoch++
 	}
+}
+
+// joinsAhead reports whether new session s may wait ahead of someone who
+// was in line before it: a join to a tier other than the lowest, or any
+// join under the weighted policy.
+func (c *roomClock) joinsAhead(s waitroom.Session) bool {
+	if s.Status != waitroom.StatusWaiting || s.Place <= 0 {
+		return false
+	}
+	if c.cfg == nil || len(c.cfg.Tiers) == 0 {
+		return s.Tier != "" // a room whose configuration the hub has not seen: count it
+	}
+	return c.cfg.TierPolicy == waitroom.TierWeighted || s.Tier != c.cfg.Tiers[len(c.cfg.Tiers)-1].Name
 }
 
 // visible reports whether a new configuration changes what every waiting
