@@ -78,6 +78,9 @@ type Solved struct {
 	// Expires is when the challenge stops being accepted; the record of ID
 	// is not needed after it.
 	Expires time.Time
+	// MaxNumber is the difficulty the challenge was issued with (its salt's
+	// signed max parameter); 0 for a challenge issued without one.
+	MaxNumber int64
 }
 
 // Issuer issues challenges and verifies their solutions with one HMAC key.
@@ -151,6 +154,8 @@ func (i *Issuer) Issue(room string, maxNumber int64, now time.Time) (Challenge, 
 	salt = strconv.AppendInt(salt, now.Add(i.ttl).Unix(), 10)
 	salt = append(salt, "&room="...)
 	salt = append(salt, escRoom...)
+	salt = append(salt, "&max="...)
+	salt = strconv.AppendInt(salt, maxNumber, 10)
 
 	sum := hashNumber(salt, n)
 	chal := hex.EncodeToString(sum[:])
@@ -273,7 +278,7 @@ func (i *Issuer) Verify(payload, room string, now time.Time) (Solved, error) {
 		return Solved{}, errNumber()
 	}
 
-	expires, saltRoom, ok := saltParams(s.salt)
+	expires, saltRoom, maxN, ok := saltParams(s.salt)
 	if !ok {
 		return Solved{}, errParams()
 	}
@@ -284,14 +289,15 @@ func (i *Issuer) Verify(payload, room string, now time.Time) (Solved, error) {
 	if saltRoom != room {
 		return Solved{}, errWrongRoom()
 	}
-	return Solved{ID: string(s.challenge), Expires: exp}, nil
+	return Solved{ID: string(s.challenge), Expires: exp, MaxNumber: maxN}, nil
 }
 
-// saltParams returns the expires and room parameters of a salt
-// "<random>?expires=<unix seconds>&room=<query-escaped room>". Other
-// parameters are ignored; a missing, repeated or malformed expires or room
+// saltParams returns the expires, room and max parameters of a salt
+// "<random>?expires=<unix seconds>&room=<query-escaped room>&max=<maxnumber>".
+// max is optional (0 when absent); other parameters are ignored; a missing,
+// repeated or malformed expires or room, or a repeated or malformed max,
 // is not ok.
-func saltParams(salt []byte) (expires int64, room string, ok bool) {
+func saltParams(salt []byte) (expires int64, room string, maxN int64, ok bool) {
 	q := -1
 	for j, c := range salt {
 		if c == '?' {
@@ -300,9 +306,9 @@ func saltParams(salt []byte) (expires int64, room string, ok bool) {
 		}
 	}
 	if q < 0 {
-		return 0, "", false
+		return 0, "", 0, false
 	}
-	var haveExp, haveRoom bool
+	var haveExp, haveRoom, haveMax bool
 	rest := salt[q+1:]
 	for len(rest) > 0 {
 		var kv []byte
@@ -312,18 +318,24 @@ func saltParams(salt []byte) (expires int64, room string, ok bool) {
 		case "expires":
 			n, good := parseUint(v)
 			if haveExp || !good || n > math.MaxInt64 {
-				return 0, "", false
+				return 0, "", 0, false
 			}
 			expires, haveExp = int64(n), true
 		case "room":
 			r, err := url.QueryUnescape(string(v))
 			if haveRoom || err != nil {
-				return 0, "", false
+				return 0, "", 0, false
 			}
 			room, haveRoom = r, true
+		case "max":
+			n, good := parseUint(v)
+			if haveMax || !good || n > MaxNumberLimit {
+				return 0, "", 0, false
+			}
+			maxN, haveMax = int64(n), true
 		}
 	}
-	return expires, room, haveExp && haveRoom
+	return expires, room, maxN, haveExp && haveRoom
 }
 
 // cut splits b at the first sep, dropping it.

@@ -79,14 +79,14 @@ func TestRoundTrip(t *testing.T) {
 	if c.Algorithm != "SHA-256" || len(c.Challenge) != 64 || len(c.Signature) != 64 || c.MaxNumber != 5000 {
 		t.Fatalf("challenge = %+v", c)
 	}
-	if want := "?expires=1750000060&room=sale-2025"; !strings.HasSuffix(c.Salt, want) || len(c.Salt) != 24+len(want) {
+	if want := "?expires=1750000060&room=sale-2025&max=5000"; !strings.HasSuffix(c.Salt, want) || len(c.Salt) != 24+len(want) {
 		t.Fatalf("salt = %q, want 24 hex digits then %q", c.Salt, want)
 	}
 	s, err := iss.Verify(p, "sale-2025", t0.Add(59*time.Second))
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if s.ID != c.Challenge || !s.Expires.Equal(t0.Add(time.Minute)) {
+	if s.ID != c.Challenge || !s.Expires.Equal(t0.Add(time.Minute)) || s.MaxNumber != 5000 {
 		t.Fatalf("Solved = %+v, want ID %s, Expires %v", s, c.Challenge, t0.Add(time.Minute))
 	}
 
@@ -248,8 +248,8 @@ func TestRoomEscaping(t *testing.T) {
 	iss := challenge.New(testKey, time.Minute)
 	for _, room := range []string{"a&room=b", "spaces and +plus", "é/ü?x=1", "%41"} {
 		c, p := issueSolved(t, iss, room, 100)
-		if strings.Count(c.Salt, "&") != 1 || strings.Count(c.Salt, "?") != 1 {
-			t.Errorf("room %q: salt %q has more than the two separators", room, c.Salt)
+		if strings.Count(c.Salt, "&") != 2 || strings.Count(c.Salt, "?") != 1 {
+			t.Errorf("room %q: salt %q has other separators than its three", room, c.Salt)
 		}
 		if _, err := iss.Verify(p, room, t0); err != nil {
 			t.Errorf("room %q: Verify: %v", room, err)

@@ -20,6 +20,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -33,6 +34,12 @@ import (
 const configTTL = time.Second
 
 // Door checks invites and challenges. It is safe for concurrent use.
+//
+// The difficulty follows the join rate this process sees: distinct client
+// addresses asking for a challenge, and challenge solutions accepted; a solution of a challenge four times
+// easier than the current difficulty is refused as expired, with a fresh
+// challenge, so challenges gathered while the room was calm are worth
+// nothing once it is busy.
 type Door struct {
 	store   waitroom.Store
 	secret  []byte
@@ -50,9 +57,93 @@ type roomState struct {
 	keys   []ed25519.PublicKey
 	readAt time.Time
 	ok     bool
-	// Requests for a challenge in the current and the previous minute.
-	minute   int64
-	cur, old int64
+	// Solutions accepted in each of the last rateWindow seconds, by the
+	// second (unix) each slot counts.
+	solved   [rateWindow]int64
+	solvedAt [rateWindow]int64
+	// Client addresses (IPv6 by /64) that asked for a challenge, each
+	// counted once per rateWindow: the second it was last counted.
+	asked    [rateWindow]int64
+	askedAt  [rateWindow]int64
+	seen     map[netip.Addr]int64
+	seenKept int
+}
+
+// rateWindow is how many seconds of accepted solutions set the difficulty:
+// short, so a rush raises it within a second or two.
+const rateWindow = 10
+
+// tooEasy is how many times harder the room's current difficulty must be
+// than a solved challenge's for that solution to be refused (as expired,
+// with a fresh challenge): challenges stockpiled while the room was calm
+// do not buy places in a rush.
+const tooEasy = 4
+
+// rate returns the room's join rate per minute as the door sees it: the
+// larger of the accepted solutions' and the distinct addresses' asking
+// for a challenge, each the larger of the last rateWindow seconds' and
+// the current second's, so a rush raises the difficulty within the second
+// it starts (before any solution is in) and a lull lowers it only after
+// rateWindow. mu must be held.
+func (st *roomState) rate(now time.Time) int64 {
+	return max(ringRate(&st.solved, &st.solvedAt, now), ringRate(&st.asked, &st.askedAt, now))
+}
+
+func ringRate(n, at *[rateWindow]int64, now time.Time) int64 {
+	sec := now.Unix()
+	var sum, cur int64
+	for i := range n {
+		if sec-at[i] < rateWindow && at[i] <= sec {
+			sum += n[i]
+		}
+		if at[i] == sec {
+			cur = n[i]
+		}
+	}
+	return max(sum*60/rateWindow, cur*60)
+}
+
+func ringAdd(n, at *[rateWindow]int64, now time.Time) {
+	sec := now.Unix()
+	i := int(((sec % rateWindow) + rateWindow) % rateWindow)
+	if at[i] != sec {
+		at[i], n[i] = sec, 0
+	}
+	n[i]++
+}
+
+// count records an accepted solution at now. mu must be held.
+func (st *roomState) count(now time.Time) { ringAdd(&st.solved, &st.solvedAt, now) }
+
+// ask records that client asked for a challenge at now, once per
+// rateWindow per address (IPv6 per /64), so that asking from one address
+// again and again does not raise the difficulty. mu must be held.
+func (st *roomState) ask(client netip.Addr, now time.Time) {
+	if !client.IsValid() {
+		return
+	}
+	client = client.Unmap()
+	if client.Is6() {
+		p, _ := client.Prefix(64)
+		client = p.Addr()
+	}
+	sec := now.Unix()
+	if last, ok := st.seen[client]; ok && sec-last < rateWindow && last <= sec {
+		return
+	}
+	if st.seen == nil {
+		st.seen = make(map[netip.Addr]int64)
+	}
+	if len(st.seen) >= max(1024, 2*st.seenKept) {
+		for a, last := range st.seen {
+			if sec-last >= rateWindow || last > sec {
+				delete(st.seen, a)
+			}
+		}
+		st.seenKept = len(st.seen)
+	}
+	st.seen[client] = sec
+	ringAdd(&st.asked, &st.askedAt, now)
 }
 
 // New returns a Door over store whose invites (HMAC) and challenges are
@@ -138,12 +229,13 @@ func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, e
 }
 
 // Admit checks a join's invite and challenge solution (either may be "")
-// against room's rules at now and returns the request to make of the
+// from client (its address, for the difficulty; the zero Addr when
+// unknown) against room's rules at now and returns the request to make of the
 // store: its tier and key (from the invite) and the uses it spends. key is
 // a key the caller may set itself (a trusted backend); an invite's key
 // wins over it. Errors are *waitroom.Error: the invite and challenge codes,
 // CodeChallengeRequired carrying a fresh challenge, or the store's.
-func (d *Door) Admit(ctx context.Context, room, key, inviteToken, solution string, now time.Time) (waitroom.JoinRequest, error) {
+func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, inviteToken, solution string, now time.Time) (waitroom.JoinRequest, error) {
 	req := waitroom.JoinRequest{Key: key}
 	st, err := d.state(ctx, room, now)
 	if err != nil {
@@ -170,7 +262,7 @@ func (d *Door) Admit(ctx context.Context, room, key, inviteToken, solution strin
 	}
 	if cfg.Challenge == waitroom.ChallengePoW && !invited {
 		if solution == "" {
-			ch, err := d.Challenge(ctx, room, now)
+			ch, err := d.Challenge(ctx, room, client, now)
 			if err != nil {
 				return req, err
 			}
@@ -178,11 +270,14 @@ func (d *Door) Admit(ctx context.Context, room, key, inviteToken, solution strin
 				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
 		}
 		s, err := d.issuer.Verify(solution, room, now)
+		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(st, now) {
+			err = waitroom.Errorf(waitroom.CodeChallengeExpired, "The line got much busier since this challenge was issued; solve the new one.")
+		}
 		if err != nil {
 			var we *waitroom.Error
 			if e, ok := err.(*waitroom.Error); ok && e.Code == waitroom.CodeChallengeExpired {
 				we = e
-				if ch, cerr := d.Challenge(ctx, room, now); cerr == nil {
+				if ch, cerr := d.Challenge(ctx, room, client, now); cerr == nil {
 					we.Challenge = ch
 				}
 				return req, we
@@ -190,21 +285,17 @@ func (d *Door) Admit(ctx context.Context, room, key, inviteToken, solution strin
 			return req, err
 		}
 		req.Uses = append(req.Uses, waitroom.TokenUse{Kind: waitroom.TokenChallenge, ID: s.ID, Max: 1, Expires: s.Expires})
+		d.mu.Lock()
+		st.count(now)
+		d.mu.Unlock()
 	}
 	return req, nil
 }
 
-// Challenge issues a challenge for room, as hard as the room's recent rate
-// of challenge requests asks (challenge.Difficulty between the room's
-// challenge_min and challenge_max). The rate is this process's own.
-func (d *Door) Challenge(ctx context.Context, room string, now time.Time) (challenge.Challenge, error) {
-	st, err := d.state(ctx, room, now)
-	if err != nil {
-		return challenge.Challenge{}, err
-	}
-	if st.cfg.Challenge != waitroom.ChallengePoW {
-		return challenge.Challenge{}, waitroom.Errorf(waitroom.CodeNotFound, "Room %q asks no challenge.", room)
-	}
+// difficulty is the maxnumber of a challenge issued now: challenge_min
+// while the room's accepted solutions stay under the calm rate, rising in
+// proportion above it, at most challenge_max (challenge.Difficulty).
+func (d *Door) difficulty(st *roomState, now time.Time) int64 {
 	lo, hi := st.cfg.ChallengeMin, st.cfg.ChallengeMax
 	if lo <= 0 {
 		lo = challenge.DefaultMin
@@ -213,22 +304,29 @@ func (d *Door) Challenge(ctx context.Context, room string, now time.Time) (chall
 		hi = max(lo, challenge.DefaultMax)
 	}
 	d.mu.Lock()
-	m := now.Unix() / 60
-	switch {
-	case m == st.minute:
-	case m == st.minute+1:
-		st.old, st.cur = st.cur, 0
-	default:
-		st.old, st.cur = 0, 0
-	}
-	st.minute = m
-	st.cur++
-	// The last minute's rate: this minute so far plus the share of the
-	// previous minute that lies within 60 s of now.
-	frac := now.Sub(time.Unix(m*60, 0)).Seconds() / 60
-	rate := st.cur + int64(float64(st.old)*(1-frac))
+	rate := st.rate(now)
 	d.mu.Unlock()
-	ch, err := d.issuer.Issue(room, challenge.Difficulty(lo, hi, rate, d.calm), now)
+	return challenge.Difficulty(lo, hi, rate, d.calm)
+}
+
+// Challenge issues a challenge for client (its address; the zero Addr when
+// unknown) in room, as hard as the room's recent join rate asks: distinct
+// addresses asking for a challenge and solutions accepted, in this process
+// (see rate and difficulty). One address asking again and again counts
+// once per ten seconds, so asking cheaply from a few addresses does not
+// raise the difficulty for everyone.
+func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, now time.Time) (challenge.Challenge, error) {
+	st, err := d.state(ctx, room, now)
+	if err != nil {
+		return challenge.Challenge{}, err
+	}
+	if st.cfg.Challenge != waitroom.ChallengePoW {
+		return challenge.Challenge{}, waitroom.Errorf(waitroom.CodeNotFound, "Room %q asks no challenge.", room)
+	}
+	d.mu.Lock()
+	st.ask(client, now)
+	d.mu.Unlock()
+	ch, err := d.issuer.Issue(room, d.difficulty(st, now), now)
 	if err != nil {
 		return ch, fmt.Errorf("door: issue a challenge: %w", err)
 	}

@@ -110,6 +110,7 @@ type Config struct {
 
 // server is the http.Handler NewHandler returns.
 type server struct {
+	proxies  clientaddr.Trusted // whose X-Forwarded-For names the client
 	door     *door.Door
 	hub      *push.Hub
 	fill     func(s *waitroom.Session, now time.Time)
@@ -168,6 +169,7 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
+		proxies:    cfg.TrustedProxies,
 		door:       cfg.Door,
 		hub:        cfg.Hub,
 		fill:       cfg.Fill,

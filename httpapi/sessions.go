@@ -52,7 +52,7 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	// The door first: a join it refuses costs the address none of its
 	// allowance, and its checks cost microseconds.
-	jr, err := s.door.Admit(r.Context(), room, key, req.Invite, req.Challenge, now)
+	jr, err := s.door.Admit(r.Context(), room, s.proxies.Client(r), key, req.Invite, req.Challenge, now)
 	if err != nil {
 		return err
 	}

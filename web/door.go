@@ -5,11 +5,13 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/apierror"
+	"github.com/waitroom/waitroom/clientaddr"
 )
 
 // The door of a room that asks for an invite or a solved proof-of-work
@@ -21,6 +23,8 @@ import (
 
 // doorData fills door.html.
 type doorData struct {
+	Lang         string
+	T            *Messages
 	Room         string
 	Heading      string
 	Error        string
@@ -40,9 +44,9 @@ func guarded(cfg waitroom.RoomConfig) bool {
 
 // doorPage writes the door of room; msg is the reason a join was refused.
 func (h *Handler) doorPage(w http.ResponseWriter, r *http.Request, lang *Messages, room string, cfg waitroom.RoomConfig, status int, msg string) {
-	d := doorData{Room: room, Error: msg, InviteOnly: cfg.InviteOnly, JoinURL: "/r/" + url.PathEscape(room) + "/join",
+	d := doorData{Lang: lang.Lang, T: lang, Room: room, Error: msg, InviteOnly: cfg.InviteOnly, JoinURL: "/r/" + url.PathEscape(room) + "/join",
 		Script: doorJS.url(), Worker: powJS.url(), Style: styleCSS.url(), Nonce: nonce()}
-	d.Heading = "Before you join"
+	d.Heading = lang.DoorHeading
 	if cfg.Challenge == waitroom.ChallengePoW {
 		d.ChallengeURL = "/v1/rooms/" + url.PathEscape(room) + "/challenge"
 	}
@@ -113,7 +117,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 
 // enter joins through the door.
 func (h *Handler) enter(ctx context.Context, r *http.Request, room, invite, solution string, t time.Time) (waitroom.Session, error) {
-	req, err := h.door.Admit(ctx, room, "", invite, solution, t)
+	req, err := h.door.Admit(ctx, room, h.client(r), "", invite, solution, t)
 	if err != nil {
 		return waitroom.Session{}, err
 	}
@@ -125,6 +129,15 @@ func (h *Handler) enter(ctx context.Context, r *http.Request, room, invite, solu
 		h.joins.Joined(s, t)
 	}
 	return s, err
+}
+
+// client is r's client address: the one the join limit saw (behind its
+// trusted proxies), else the connection's peer.
+func (h *Handler) client(r *http.Request) netip.Addr {
+	if h.joins != nil {
+		return h.joins.Proxies.Client(r)
+	}
+	return clientaddr.Peer(r)
 }
 
 // doorRefusal reports whether code is a door's refusal, shown on the door.

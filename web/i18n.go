@@ -127,6 +127,24 @@ type Messages struct {
 	// (below them, the server's own message).
 	SoldOutTitle string
 	SoldOutBody  string
+	// The door of a room that asks for an invite or a proof of work
+	// (door.html): its heading, the invite-only text and field label, the
+	// check's status texts (DoorFailed ends with the problem), the text
+	// without JavaScript and the button.
+	DoorHeading    string
+	DoorInviteOnly string
+	DoorInvite     string
+	DoorChecking   string
+	DoorProgress   string
+	DoorDone       string
+	DoorFailed     string
+	DoorNoScript   string
+	DoorJoin       string
+	// TierNote names the visitor's tier ({tier}); TierGrows (strict) and
+	// TierGrowsShare (weighted) say why a position may grow.
+	TierNote       string
+	TierGrows      string
+	TierGrowsShare string
 }
 
 // english is the default language and the fallback.
@@ -202,6 +220,18 @@ var english = Messages{
 	StockReserved:    "Everything left is reserved right now; you keep your place in case some come back.",
 	SoldOutTitle:     "Sold out",
 	SoldOutBody:      "Everything has been sold; sorry you did not get one this time.",
+	DoorHeading:      "Before you join",
+	DoorInviteOnly:   "This line is by invitation. Open the link of your invite, or paste the invite here.",
+	DoorInvite:       "Invite",
+	DoorChecking:     "Checking your browser before you join the line. This takes a few seconds and needs no clicks.",
+	DoorProgress:     "Check in progress",
+	DoorDone:         "Done. Joining the line…",
+	DoorFailed:       "The check failed; reload the page to try again.",
+	DoorNoScript:     "This room asks your browser to solve a small puzzle before you join, which needs JavaScript.",
+	DoorJoin:         "Join the line",
+	TierNote:         "You wait in the {tier} line.",
+	TierGrows:        "People who join a higher tier go ahead of you, so your position can grow.",
+	TierGrowsShare:   "Higher tiers get a share of the places, so people who join them after you may go ahead of you and your position can grow.",
 }
 
 var german = Messages{
@@ -276,6 +306,18 @@ var german = Messages{
 	StockReserved:    "Alles Übrige ist gerade reserviert; Sie behalten Ihren Platz, falls etwas zurückkommt.",
 	SoldOutTitle:     "Ausverkauft",
 	SoldOutBody:      "Alles ist verkauft; es tut uns leid, dass Sie diesmal keinen Artikel bekommen haben.",
+	DoorHeading:      "Bevor Sie sich anstellen",
+	DoorInviteOnly:   "Diese Warteschlange ist nur mit Einladung zugänglich. Öffnen Sie den Link Ihrer Einladung oder fügen Sie die Einladung hier ein.",
+	DoorInvite:       "Einladung",
+	DoorChecking:     "Ihr Browser wird geprüft, bevor Sie sich anstellen. Das dauert einige Sekunden und braucht keinen Klick.",
+	DoorProgress:     "Prüfung läuft",
+	DoorDone:         "Fertig. Sie werden angestellt …",
+	DoorFailed:       "Die Prüfung ist fehlgeschlagen; laden Sie die Seite neu, um es erneut zu versuchen.",
+	DoorNoScript:     "Dieser Raum lässt Ihren Browser vor dem Anstellen ein kleines Rätsel lösen; dafür ist JavaScript nötig.",
+	DoorJoin:         "Anstellen",
+	TierNote:         "Sie warten in der Reihe {tier}.",
+	TierGrows:        "Wer sich in einer höheren Stufe anstellt, kommt vor Ihnen an die Reihe; Ihre Position kann also wachsen.",
+	TierGrowsShare:   "Höhere Stufen erhalten einen Anteil der Plätze; wer sich dort nach Ihnen anstellt, kann vor Ihnen an die Reihe kommen, und Ihre Position kann wachsen.",
 }
 
 var french = Messages{
@@ -350,6 +392,18 @@ var french = Messages{
 	StockReserved:    "Tout ce qui reste est réservé pour le moment\u00a0; vous gardez votre place au cas où certains reviendraient.",
 	SoldOutTitle:     "Épuisé",
 	SoldOutBody:      "Tout a été vendu\u00a0; nous sommes désolés que vous n’en ayez pas eu cette fois-ci.",
+	DoorHeading:      "Avant de rejoindre la file",
+	DoorInviteOnly:   "Cette file est sur invitation. Ouvrez le lien de votre invitation, ou collez l’invitation ici.",
+	DoorInvite:       "Invitation",
+	DoorChecking:     "Nous vérifions votre navigateur avant que vous rejoigniez la file. Cela prend quelques secondes, sans aucun clic.",
+	DoorProgress:     "Vérification en cours",
+	DoorDone:         "C’est fait. Vous rejoignez la file…",
+	DoorFailed:       "La vérification a échoué\u00a0; rechargez la page pour réessayer.",
+	DoorNoScript:     "Cette salle demande à votre navigateur de résoudre une petite énigme avant d’entrer dans la file, ce qui nécessite JavaScript.",
+	DoorJoin:         "Rejoindre la file",
+	TierNote:         "Vous attendez dans la file {tier}.",
+	TierGrows:        "Les personnes qui rejoignent un niveau supérieur passent avant vous\u00a0: votre position peut donc augmenter.",
+	TierGrowsShare:   "Les niveaux supérieurs reçoivent une part des places\u00a0: ceux qui les rejoignent après vous peuvent passer avant vous, et votre position peut augmenter.",
 }
 
 // languages lists the supported languages; the first is the fallback.

@@ -33,7 +33,7 @@ const (
 // Session) and formatted for the visitor's language.
 type Page struct {
 	// TierNote, in a room with tiers, names the visitor's tier and says why
-	// a position may grow (in English); "" otherwise.
+	// a position may grow; "" otherwise.
 	TierNote string
 	// Lang is the page's language tag ("en", "de", "fr") and T its text.
 	Lang string
@@ -180,13 +180,13 @@ func (p *Page) tierNote(cfg waitroom.RoomConfig) {
 	if len(cfg.Tiers) == 0 || s.Status != waitroom.StatusWaiting || s.Tier == "" {
 		return
 	}
-	p.TierNote = "You wait in the " + s.Tier + " line."
-	if s.Tier != cfg.Tiers[0].Name {
-		if cfg.TierPolicy == waitroom.TierWeighted {
-			p.TierNote += " Higher tiers get a share of the places, so people who join them after you may go ahead of you and your position can grow."
-		} else {
-			p.TierNote += " People who join a higher tier go ahead of you, so your position can grow."
-		}
+	p.TierNote = fill(p.T.TierNote, "tier", s.Tier)
+	switch {
+	case s.Tier == cfg.Tiers[0].Name:
+	case cfg.TierPolicy == waitroom.TierWeighted:
+		p.TierNote += " " + p.T.TierGrowsShare
+	default:
+		p.TierNote += " " + p.T.TierGrows
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/door"
+	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/push"

@@ -32,8 +32,12 @@ const usersPerSource = 10000
 // loadCommand is `waitroom load`: it plays a crowd against running servers
 // and reports what the crowd saw.
 func loadCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if name, ok := scenarioArg(args); ok {
+		return runScenario(ctx, name, args, getenv, stdout, stderr) // its own flags: see attack.go
+	}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.String("scenario", "", "play a scripted `scenario` with flags of its own instead: attack (people and a join bot against\nno defence, the join limit and proof of work, on servers it starts; see --scenario attack -h)")
 	targets := fs.String("target", "http://127.0.0.1:8080", "comma-separated base `URLs` of the servers; users are spread over them")
 	room := fs.String("room", "default", "`room` to join")
 	users := fs.Int("users", 1000, "how many `people` arrive")

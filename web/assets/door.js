@@ -47,12 +47,12 @@
     if (typeof d.progress === 'number' && bar) { bar.value = Math.round(d.progress * 100); }
     if (d.payload) {
       if (bar) { bar.value = 100; }
-      say('Done. Joining the line…');
+      say(door.getAttribute('data-done'));
       try { sessionStorage.setItem('waitroom-pow', JSON.stringify({ ms: d.ms, number: d.number, maxnumber: max })); } catch (x) { /* private mode */ }
       form.querySelector('[name="challenge"]').value = d.payload;
       form.submit();
     }
-    if (d.error) { say('The check failed: ' + d.error + ' Reload the page to try again.'); }
+    if (d.error) { say(door.getAttribute('data-failed') + ' (' + d.error + ')'); }
   };
   fetch(url, { credentials: 'same-origin', cache: 'no-store' }).then(function (r) {
     if (!r.ok) { throw new Error('HTTP ' + r.status); }
@@ -61,6 +61,6 @@
     max = ch.maxnumber;
     worker.postMessage({ challenge: ch });
   }).catch(function (err) {
-    say('The check could not start (' + err.message + '). Reload the page to try again.');
+    say(door.getAttribute('data-failed') + ' (' + err.message + ')');
   });
 })();
