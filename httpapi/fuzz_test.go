@@ -52,20 +52,24 @@ func checkAnswer(t *testing.T, what string, rec *httptest.ResponseRecorder) {
 func statusFor(c waitroom.Code) int {
 	switch c {
 	case waitroom.CodeInvalidRequest, waitroom.CodeInvalidJSON, waitroom.CodeInvalidRoomName,
-		waitroom.CodeInvalidSessionID, waitroom.CodeInvalidConfig, waitroom.CodeInvalidKey:
+		waitroom.CodeInvalidSessionID, waitroom.CodeInvalidConfig, waitroom.CodeInvalidKey,
+		"challenge_invalid", "challenge_wrong_room":
 		return 400
 	case waitroom.CodeUnauthorized:
 		return 401
-	case "forbidden":
+	case "forbidden", "invite_required", "invite_invalid", "invite_expired", "invite_wrong_room":
 		return 403
 	case waitroom.CodeNotFound, waitroom.CodeRoomNotFound, waitroom.CodeSessionNotFound, waitroom.CodeQueueEmpty:
 		return 404
 	case waitroom.CodeMethodNotAllowed:
 		return 405
-	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty, "room_closed", "draw_done", "sold_out", "stock_conflict":
+	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty, "room_closed", "draw_done", "sold_out", "stock_conflict",
+		"invite_used", "challenge_used":
 		return 409
 	case waitroom.CodeBodyTooLarge:
 		return 413
+	case "challenge_required", "challenge_expired":
+		return 428
 	case waitroom.CodeRateLimited:
 		return 429
 	}
