@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/door"
 	"github.com/waitroom/waitroom/limit"
 )
 
@@ -89,6 +90,10 @@ type Config struct {
 	// (per-address rate, caps); share it with the API's and the page's.
 	// nil allows every join.
 	Joins *limit.Joins
+	// Door, when set, keeps the gate from joining visitors of a room that
+	// asks for an invite or a proof of work: they are sent to the waiting
+	// page, whose door asks for it (package door). nil joins everyone.
+	Door *door.Door
 	// FailOpen, when set and true, lets requests through the proxy and the
 	// middleware without a pass while the store is unreachable (see
 	// package outage); otherwise they get 503 (fail closed).
@@ -113,6 +118,7 @@ type Gate struct {
 	resync  time.Duration
 	eta     func(s *waitroom.Session, now time.Time)
 	joins   *limit.Joins
+	door    *door.Door
 	// failOpen says whether to let requests through while the store is
 	// unreachable.
 	failOpen func() bool
@@ -190,6 +196,7 @@ func New(cfg Config) (*Gate, error) {
 		resync:    cfg.ResyncWindow,
 		eta:       cfg.ETA,
 		joins:     cfg.Joins,
+		door:      cfg.Door,
 		failOpen:  cfg.FailOpen,
 		ended:     map[string]time.Time{},
 		requeued:  map[string]requeue{},

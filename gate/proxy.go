@@ -219,6 +219,14 @@ func (g *Gate) join(w http.ResponseWriter, r *http.Request, room string, o origi
 	if d.session != nil {
 		s = *d.session
 	} else {
+		if g.door != nil {
+			// A room with a door: the waiting page asks for the invite or
+			// the proof of work; the gate joins nobody past it.
+			guarded, err := g.door.Guarded(r.Context(), room, now)
+			if err != nil || guarded {
+				return s, decision{}, err
+			}
+		}
 		var err error
 		if err := g.joins.Check(r.Context(), r, room, g.store, now); err != nil {
 			return s, d, err
@@ -269,6 +277,10 @@ func (g *Gate) turnAway(w http.ResponseWriter, r *http.Request, room string, o o
 	h.Set("Content-Type", "application/json")
 	h.Set(HeaderLocation, g.waitingURL(room, o))
 	w.WriteHeader(http.StatusServiceUnavailable)
+	if s.ID == "" {
+		_, _ = w.Write([]byte("{}\n")) // not in line yet: the waiting page's door comes first
+		return
+	}
 	_, _ = w.Write(append(s.AppendJSON(nil), '\n'))
 }
 

@@ -336,6 +336,17 @@ func (h *Handler) rejoin(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
 		return
 	}
+	if h.door != nil {
+		// A room with a door: back to the page, whose door asks again.
+		if guarded, err := h.door.Guarded(r.Context(), room, h.clock.Now()); err != nil || guarded {
+			if err != nil {
+				h.storeError(w, r, lang, room, err)
+				return
+			}
+			http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
+			return
+		}
+	}
 	s, joined, err := h.resume(r.Context(), r, room, false, h.clock.Now())
 	if err != nil {
 		h.storeError(w, r, lang, room, err)

@@ -382,6 +382,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ETA:            estimator.Fill,
 		Joins:          joins,
 		FailOpen:       monitor.FailOpen,
+		Door:           dr,
 	})
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)

@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// TestDoorWithoutJavaScript: a room with a door never joins a visitor on
+// a plain visit or a "join again", and the door's form refuses a missing
+// or bad invite and a missing challenge on its page, with no session made;
+// a good invite joins, into its tier.
+func TestDoorWithoutJavaScript(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	cfg := config(0, "")
+	cfg.InviteOnly = true
+	cfg.Tiers = []waitroom.Tier{{Name: "presale"}, {Name: "general"}}
+	s.room("members", cfg)
+	pow := config(0, "")
+	pow.Challenge = waitroom.ChallengePoW
+	s.room("pow", pow)
+	c := s.visitor()
+	for _, path := range []string{"/r/members", "/r/pow"} {
+		if r := s.get(c, path); r.status != http.StatusOK || !strings.Contains(r.body, `id="waitroom-door"`) {
+			t.Fatalf("GET %s: %d, want the door page", path, r.status)
+		}
+		if r := s.do(c, http.MethodPost, path); r.status != http.StatusSeeOther || r.header.Get("Location") != path {
+			t.Fatalf("POST %s (join again): %d to %q, want 303 back to the page", path, r.status, r.header.Get("Location"))
+		}
+	}
+	post := func(room string, form url.Values) reply {
+		t.Helper()
+		res, err := c.PostForm(s.srv.URL+"/r/"+room+"/join", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return reply{status: res.StatusCode, header: res.Header, body: string(b)}
+	}
+	for _, tc := range []struct {
+		room   string
+		form   url.Values
+		status int
+	}{
+		{"members", url.Values{}, http.StatusForbidden},
+		{"members", url.Values{"invite": {"wr1.junk.junk"}}, http.StatusForbidden},
+		{"pow", url.Values{}, http.StatusPreconditionRequired},
+		{"pow", url.Values{"challenge": {"e30="}}, http.StatusBadRequest},
+	} {
+		if r := post(tc.room, tc.form); r.status != tc.status || !strings.Contains(r.body, `data-door="error"`) {
+			t.Errorf("door of %s with %v: %d, want %d with the reason on the door", tc.room, tc.form, r.status, tc.status)
+		}
+	}
+	for _, room := range []string{"members", "pow"} {
+		if r, _ := s.store.Room(context.Background(), room); r.Waiting != 0 {
+			t.Fatalf("room %s: %d waiting, want nobody past the door", room, r.Waiting)
+		}
+	}
+	toks, err := s.door.Issue(context.Background(), "members", 1, "presale", "", 1, time.Now().Add(time.Hour), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post("members", url.Values{"invite": {toks[0]}}); r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/members" {
+		t.Fatalf("door with a good invite: %d to %q, want 303 to the page", r.status, r.header.Get("Location"))
+	}
+	if r := s.get(c, "/r/members"); !strings.Contains(r.body, `data-waitroom="tier">You wait in the presale line.`) {
+		t.Fatalf("the page after the invite does not show the presale line: %.300s", r.body)
+	}
+}
