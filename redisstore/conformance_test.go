@@ -42,8 +42,8 @@ func standalone(t *testing.T) redis.UniversalClient {
 // TestStandalone runs the conformance suite and the model test against one
 // real redis-server, the model also with an expiry batch of one, so nearly
 // every expiry takes the path where an operation runs its script again for
-// what is left; two processes sharing a room; and three selling one room's
-// stock. The subtests run in
+// what is left; two processes sharing a room; three selling one room's
+// stock; and three joining a tiered room. The subtests run in
 // parallel on fresh key prefixes.
 func TestStandalone(t *testing.T) {
 	t.Parallel()
@@ -72,6 +72,9 @@ func runSuites(t *testing.T, newClient func() redis.UniversalClient, standalone 
 		"TwoProcesses": func(t *testing.T) { testProcesses(t, newClient) },
 		// Three processes selling one room's stock at once.
 		"StockProcesses": func(t *testing.T) { testStockProcesses(t, newClient) },
+		// Three processes joining a tiered room, racing for an invite.
+		"TierProcessesStrict":   func(t *testing.T) { testTierProcesses(t, newClient, waitroom.TierStrict) },
+		"TierProcessesWeighted": func(t *testing.T) { testTierProcesses(t, newClient, waitroom.TierWeighted) },
 	}
 	if standalone {
 		suites["ModelSmallBatches"] = func(t *testing.T) {

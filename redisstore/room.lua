@@ -469,7 +469,8 @@ end
 -- (0: present), sch scheduled deadline (0: none), why end reason, e ended,
 -- en entry number (0 unless it entered a pre-queue and was drawn), u
 -- whether it holds a reserved unit (stock.lua), pl its place in the line
--- when an operator moved it (0: none; the wait score), ex and exn how long
+-- (the wait score: negative once an operator moved it, positive in a room
+-- with tiers, else 0 and the ticket is the score), ex and exn how long
 -- an operator extended it, in ms and the ns past them (operator.lua), tr
 -- its tier's index in a room with tiers (nil otherwise: tiers.lua).
 -- Loaded sessions are cached for the run, so every change goes through one

@@ -18,8 +18,11 @@
 // :due (ticket → scheduled deadline, so expiry work is proportional to what
 // is due), :hist (a capped stream of ended sessions, newest first by
 // XREVRANGE) and :lease (the process that sweeps the room), and, for a
-// scheduled room, the pre-queue and draw keys schedule.lua lists, and for a
-// room with an inventory :hold (the tickets holding a unit, stock.lua). Ended
+// scheduled room, the pre-queue and draw keys schedule.lua lists, for a
+// room with an inventory :hold (the tickets holding a unit, stock.lua), and
+// for joins that spend tokens :uc and :ux (the uses counted and when each
+// count ends, tiers.lua). In a room with tiers :wait is scored by the place
+// each session's tier gave it (waitroom.StrictPlace, WeightedPlace). Ended
 // sessions' hashes are kept for the history retention so Session and Leave
 // still answer for them. The set <prefix>:rooms lists room names; it is
 // outside the rooms' slots, so it is updated by a separate command and Rooms
@@ -55,10 +58,11 @@
 // Operations that arrive while earlier ones are in flight go out together
 // as one pipeline of script runs (WithPipelines sets how many pipelines run
 // at once), and the joins of one room in a pipeline become one script run
-// that gives them consecutive tickets in arrival order. Each operation is
-// still atomic and exact on its own; what is shared is the round trip, the
-// system calls and the script's fixed cost, which bound a busy store. On an
-// idle store an operation goes out at once, alone.
+// that gives them consecutive tickets in arrival order (not in a room with
+// tiers, nor joins with a tier or token uses: those run one by one). Each
+// operation is still atomic and exact on its own; what is shared is the
+// round trip, the system calls and the script's fixed cost, which bound a
+// busy store. On an idle store an operation goes out at once, alone.
 //
 // # Events
 //
@@ -669,48 +673,9 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	return nil
 }
 
-// Join implements waitroom.Store.
+// Join implements waitroom.Store: JoinWith (tiers.go) with just the key.
 func (s *Store) Join(ctx context.Context, room string, key string, now time.Time) (waitroom.Session, error) {
 	return s.JoinWith(ctx, room, waitroom.JoinRequest{Key: key}, now)
-}
-
-// JoinWith implements waitroom.Store. A join with a tier or token uses
-// runs on its own, never merged into a batch of joins (tiers.lua).
-func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
-	if err := waitroom.CheckJoin(req); err != nil {
-		return waitroom.Session{}, err
-	}
-	if err := s.usable(); err != nil {
-		return waitroom.Session{}, err
-	}
-	if err := waitroom.CheckRoomName(room); err != nil {
-		return waitroom.Session{}, err
-	}
-	// The secret is made here; the ticket only the script knows.
-	var secret [16]byte
-	_, _ = crand.Read(secret[:])
-	r, err := s.run(ctx, "join", room, now.UnixMilli(), joinArgs(req, hex.EncodeToString(secret[:]))...)
-	if err != nil {
-		return waitroom.Session{}, err
-	}
-	if err := joinError(room, req, r); err != nil {
-		// go-redis sends a command again when its connection broke before
-		// the reply came, so the script may have run already. A keyed
-		// join then finds its own session, with the secret made above:
-		// that is this join's answer, not a conflict.
-		var we *waitroom.Error
-		if errors.As(err, &we) && we.Code == waitroom.CodeAlreadyJoined && we.Session != nil {
-			if sid, perr := waitroom.ParseSessionID(we.Session.ID); perr == nil && sid.Matches(secret) {
-				return *we.Session, nil
-			}
-		}
-		return waitroom.Session{}, err
-	}
-	out, ok := decodeSession(room, first(r.rest))
-	if !ok {
-		return waitroom.Session{}, malformed("join", r.rest)
-	}
-	return out, nil
 }
 
 func (s *Store) sessionOp(ctx context.Context, op, room, id string, now time.Time, extra ...any) (result, error) {

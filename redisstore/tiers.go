@@ -1,8 +1,13 @@
 package redisstore
 
 import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -16,7 +21,7 @@ import (
 
 // tierArgs is the tier part of a configuration as the script takes it:
 // the tier names separated by spaces, the policy and the steps separated
-// by spaces ('' for none).
+// by spaces ("" for none).
 func tierArgs(cfg waitroom.RoomConfig) []any {
 	names := make([]string, len(cfg.Tiers))
 	for i, t := range cfg.Tiers {
@@ -32,6 +37,45 @@ func tierArgs(cfg waitroom.RoomConfig) []any {
 		policy = string(cfg.TierPolicy)
 	}
 	return []any{strings.Join(names, " "), policy, strings.Join(ss, " ")}
+}
+
+// JoinWith implements waitroom.Store. A join with a tier or token uses
+// runs on its own, never merged into a batch of joins (tiers.lua).
+func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
+	if err := waitroom.CheckJoin(req); err != nil {
+		return waitroom.Session{}, err
+	}
+	if err := s.usable(); err != nil {
+		return waitroom.Session{}, err
+	}
+	if err := waitroom.CheckRoomName(room); err != nil {
+		return waitroom.Session{}, err
+	}
+	// The secret is made here; the ticket only the script knows.
+	var secret [16]byte
+	_, _ = crand.Read(secret[:])
+	r, err := s.run(ctx, "join", room, now.UnixMilli(), joinArgs(req, hex.EncodeToString(secret[:]))...)
+	if err != nil {
+		return waitroom.Session{}, err
+	}
+	if err := joinError(room, req, r); err != nil {
+		// go-redis sends a command again when its connection broke before
+		// the reply came, so the script may have run already. A keyed
+		// join then finds its own session, with the secret made above:
+		// that is this join's answer, not a conflict.
+		var we *waitroom.Error
+		if errors.As(err, &we) && we.Code == waitroom.CodeAlreadyJoined && we.Session != nil {
+			if sid, perr := waitroom.ParseSessionID(we.Session.ID); perr == nil && sid.Matches(secret) {
+				return *we.Session, nil
+			}
+		}
+		return waitroom.Session{}, err
+	}
+	out, ok := decodeSession(room, first(r.rest))
+	if !ok {
+		return waitroom.Session{}, malformed("join", r.rest)
+	}
+	return out, nil
 }
 
 // joinArgs is a join's arguments: key and secret, and for a join with a

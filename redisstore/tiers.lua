@@ -126,6 +126,14 @@ local function joinTier(name)
   return nil
 end
 
+-- uses returns the uses counted of token id at now and when the count
+-- ends (nil: no count).
+local function uses(id)
+  local ends = tonumber(redis.call('ZSCORE', K_UX, id) or '')
+  if ends == nil or ends <= now then return 0, nil end
+  return tonumber(redis.call('HGET', K_UC, id) or '0'), ends
+end
+
 -- usedUp returns the number (from 1) of the first token use in ARGV from i
 -- on (kind:ID, most uses, end in ms, three by three) that has no use left
 -- at now, or nil.
@@ -133,17 +141,13 @@ local function usedUp(i)
   local k = 0
   for j = i, #ARGV, 3 do
     k = k + 1
-    local n = 0
-    if tonumber(redis.call('ZSCORE', K_UX, ARGV[j]) or '0') > now then
-      n = tonumber(redis.call('HGET', K_UC, ARGV[j]) or '0')
-    end
-    if n + 1 > tonumber(ARGV[j + 1]) then return k end
+    if uses(ARGV[j]) + 1 > tonumber(ARGV[j + 1]) then return k end
   end
   return nil
 end
 
--- spend counts one use of each token use in ARGV from i on, a count's end
--- being the latest of its uses'.
+-- spend counts one use of each token use in ARGV from i on; a count ends
+-- with the latest of its uses.
 local function spend(i)
   if i > #ARGV then return end
   local old = redis.call('ZRANGEBYSCORE', K_UX, '-inf', i2s(now), 'LIMIT', 0, USE_PRUNE)
@@ -152,15 +156,10 @@ local function spend(i)
     redis.call('HDEL', K_UC, unpack(old))
   end
   for j = i, #ARGV, 3 do
-    local id, n = ARGV[j], 0
-    local ends = tonumber(redis.call('ZSCORE', K_UX, id) or '0')
-    if ends > now then
-      n = tonumber(redis.call('HGET', K_UC, id) or '0')
-    else
-      ends = tonumber(ARGV[j + 2])
-    end
+    local id, upto = ARGV[j], tonumber(ARGV[j + 2])
+    local n, ends = uses(id)
     redis.call('HSET', K_UC, id, i2s(n + 1))
-    redis.call('ZADD', K_UX, i2s(math.max(ends, tonumber(ARGV[j + 2]))), id)
+    redis.call('ZADD', K_UX, i2s(math.max(ends or upto, upto)), id)
   end
 end
 
