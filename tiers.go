@@ -248,8 +248,9 @@ const (
 )
 
 // TokenUse is one use of a token that a join spends: a store counts the
-// uses of each ID in the room until Expires and refuses a join that would
-// take more than Max (CodeInviteUsed or CodeChallengeUsed).
+// uses of each ID in the room until Expires (to the millisecond) and
+// refuses a join that would take more than Max (CodeInviteUsed or
+// CodeChallengeUsed).
 type TokenUse struct {
 	Kind    TokenKind
 	ID      string
@@ -276,9 +277,11 @@ type JoinRequest struct {
 const MaxJoinUses = 2
 
 // CheckJoin returns the CodeInvalidRequest error of a JoinRequest no store
-// could accept: a bad key, too many uses, a use without an ID or with a
-// count out of range. Whether the tier exists is the room's to say.
-func CheckJoin(req JoinRequest) error {
+// could accept at now: a bad key, too many uses, a use without an ID, with
+// a count out of range, or one that expired (Expires not after now: its
+// count would end at once, so it could be spent again and again). Whether
+// the tier exists is the room's to say.
+func CheckJoin(req JoinRequest, now time.Time) error {
 	if req.Key != "" {
 		if err := CheckKey(req.Key); err != nil {
 			return err
@@ -296,6 +299,9 @@ func CheckJoin(req JoinRequest) error {
 		}
 		if u.ID == "" || len(u.ID) > MaxTokenID || u.Max < 1 || u.Max > MaxTokenUses || u.Expires.IsZero() {
 			return Errorf(CodeInvalidRequest, "A token use needs an ID of at most %d bytes, 1 to %d uses and an expiry.", MaxTokenID, MaxTokenUses)
+		}
+		if u.Expires.UnixMilli() <= now.UnixMilli() {
+			return Errorf(CodeInvalidRequest, "This %s has expired.", string(u.Kind))
 		}
 		for _, o := range req.Uses[:i] {
 			if o.Kind == u.Kind && o.ID == u.ID {

@@ -372,7 +372,7 @@ func (s *Store) Join(ctx context.Context, name string, key string, now time.Time
 
 // JoinWith implements waitroom.Store.
 func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
-	if err := waitroom.CheckJoin(req); err != nil {
+	if err := waitroom.CheckJoin(req, now); err != nil {
 		return waitroom.Session{}, err
 	}
 	key := req.Key

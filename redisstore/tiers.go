@@ -42,7 +42,7 @@ func tierArgs(cfg waitroom.RoomConfig) []any {
 // JoinWith implements waitroom.Store. A join with a tier or token uses
 // runs on its own, never merged into a batch of joins (tiers.lua).
 func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
-	if err := waitroom.CheckJoin(req); err != nil {
+	if err := waitroom.CheckJoin(req, now); err != nil {
 		return waitroom.Session{}, err
 	}
 	if err := s.usable(); err != nil {

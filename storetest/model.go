@@ -360,6 +360,9 @@ func (m *model) deleteRoom(force bool, now time.Time) (notEmpty bool) {
 // passed, everything sold).
 func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSession, already bool, refused waitroom.Code) {
 	key := req.Key
+	if expiredUse(req, now) {
+		return nil, false, waitroom.CodeInvalidRequest // checked before anything, at the now given
+	}
 	now = m.clock(now)
 	m.settle(now)
 	if m.closed(now) {

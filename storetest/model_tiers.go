@@ -103,8 +103,8 @@ func (m *model) spend(uses []waitroom.TokenUse, now time.Time) {
 			m.uses[useKey(u)] = c
 		}
 		c.n++
-		if u.Expires.After(c.expires) {
-			c.expires = u.Expires
+		if exp := u.Expires.Truncate(time.Millisecond); exp.After(c.expires) {
+			c.expires = exp // stores keep it to the millisecond
 		}
 	}
 }

@@ -257,6 +257,11 @@ func (h *modelRun) join(t *rapid.T) {
 	} else {
 		got, err = h.s.JoinWith(h.ctx, h.m.name, req, now)
 	}
+	if expiredUse(req, now) {
+		wantCode(t, "Join with an expired token", err, waitroom.CodeInvalidRequest)
+		h.checkEvents(t, "")
+		return
+	}
 	if !h.m.exists {
 		h.noRoom(t, "Join", err)
 		return

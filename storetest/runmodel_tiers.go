@@ -13,7 +13,7 @@ import (
 
 func init() {
 	refusal[waitroom.CodeRoomNotEmpty] = "changing the tiers of a room with people in it"
-	refusal[waitroom.CodeInvalidRequest] = "to a tier the room does not have"
+	refusal[waitroom.CodeInvalidRequest] = "to a tier the room does not have, or with an expired token"
 	refusal[waitroom.CodeInviteUsed] = "with an invite that has no uses left"
 	refusal[waitroom.CodeChallengeUsed] = "with a challenge already used"
 }
@@ -69,8 +69,11 @@ func (h *modelRun) joinRequest(t *rapid.T) waitroom.JoinRequest {
 		if i == 1 && req.Uses[0].Kind == kind && req.Uses[0].ID == id {
 			break // a join spends a token once
 		}
+		// Expiries at sub-millisecond times too (stores keep milliseconds),
+		// and sometimes already past (refused before anything).
+		ttl := rapid.SampledFrom([]time.Duration{-sec, sec, 10 * sec, time.Minute, sec + 300*time.Microsecond}).Draw(t, "ttl")
 		req.Uses = append(req.Uses, waitroom.TokenUse{Kind: kind, ID: id, Max: rapid.IntRange(1, 3).Draw(t, "max"),
-			Expires: h.clock.Add(rapid.SampledFrom([]time.Duration{sec, 10 * sec, time.Minute}).Draw(t, "ttl"))})
+			Expires: h.clock.Add(ttl)})
 	}
 	return req
 }
@@ -85,4 +88,15 @@ func fmtJoin(req waitroom.JoinRequest) string {
 		fmt.Fprintf(&b, " %s:%s(max %d, until %s)", u.Kind, u.ID, u.Max, rel(u.Expires))
 	}
 	return b.String()
+}
+
+// expiredUse reports whether req spends a token that expired at now (to the
+// millisecond): stores refuse it before anything else.
+func expiredUse(req waitroom.JoinRequest, now time.Time) bool {
+	for _, u := range req.Uses {
+		if u.Expires.UnixMilli() <= now.UnixMilli() {
+			return true
+		}
+	}
+	return false
 }

@@ -243,6 +243,8 @@ func testTokenUses(f *fixture) {
 	// A malformed use is refused before anything happens.
 	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{{Kind: waitroom.TokenInvite, ID: "x", Max: 0, Expires: at(time.Hour)}}}, at(33*sec))
 	wantCode(f.t, "use with no uses allowed", err, waitroom.CodeInvalidRequest)
+	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{use(waitroom.TokenInvite, "old", 5, at(33*sec))}}, at(33*sec))
+	wantCode(f.t, "use that expires at now", err, waitroom.CodeInvalidRequest)
 	f.wantCounts("r", 5, 0)
 }
 
