@@ -96,3 +96,30 @@ func TestRestartKeepsTiersAndUses(t *testing.T) {
 		t.Fatalf("the drop's line after the draw = %s; want 2 vips, one first", line(s, "drop"))
 	}
 }
+
+// TestExpiredUsesPruned: a stream of one-use challenges does not leave a
+// row per join behind: expired ones are pruned as uses are written.
+func TestExpiredUsesPruned(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "waitroom.db"), t0)
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity, cfg.WaitingTimeout = 0, 0
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	const n = pruneUsesEvery + 100
+	for i := range n {
+		now := t0.Add(time.Duration(i) * time.Second)
+		use := waitroom.TokenUse{Kind: waitroom.TokenChallenge, ID: fmt.Sprint("c", i), Max: 1, Expires: now.Add(time.Minute)}
+		if _, err := s.JoinWith(ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{use}}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM token_uses`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows > 200 {
+		t.Fatalf("%d rows of token uses after %d one-minute challenges a second apart, want at most 200 (the unexpired, and those since the last pruning)", rows, n)
+	}
+}

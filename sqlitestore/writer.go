@@ -49,6 +49,9 @@ type writer struct {
 	// counted is each room's counts as last written (by the holder of the
 	// right to commit only), so a batch that changes none writes none.
 	counted map[string][4]int64
+	// uses counts token uses written since the last pruning of expired
+	// ones (by the holder of the right to commit only).
+	uses int
 
 	mu       sync.Mutex
 	cur      *batch // gathering
@@ -79,6 +82,7 @@ var statements = map[string]string{
 		n = CASE WHEN token_uses.expires <= ?5 THEN 1 ELSE token_uses.n + 1 END,
 		expires = CASE WHEN token_uses.expires <= ?5 THEN excluded.expires ELSE max(token_uses.expires, excluded.expires) END`,
 	"delUses":      `DELETE FROM token_uses WHERE room = ?`,
+	"pruneUses":    `DELETE FROM token_uses WHERE room = ? AND expires <= ?`,
 	"delEntrant":   `DELETE FROM entrants WHERE room = ? AND entry = ?`,
 	"delEntrants":  `DELETE FROM entrants WHERE room = ?`,
 	"insDrawEntry": `INSERT INTO draw_entries (room, ticket, entry_no, entry, value) VALUES (?, ?, ?, ?, ?)`,
@@ -255,6 +259,15 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 		if _, err := w.stmts["putUse"].ExecContext(ctx, ev.Room, string(u.Kind), u.ID, u.Expires.UnixMilli(), ev.At.UnixMilli()); err != nil {
 			return fmt.Errorf("write a use of %s %s: %w", u.Kind, u.ID, err)
 		}
+		// Every so many uses, the room's expired ones go, so the table
+		// follows the tokens in use (a challenge per join would otherwise
+		// keep a row per join until the next start).
+		if w.uses++; w.uses >= pruneUsesEvery {
+			w.uses = 0
+			if _, err := w.stmts["pruneUses"].ExecContext(ctx, ev.Room, ev.At.UnixMilli()); err != nil {
+				return fmt.Errorf("prune token uses: %w", err)
+			}
+		}
 	}
 	if ev.Draw != nil && !deleted {
 		if err := w.draw(ctx, ev.Room, ev.Draw); err != nil {
@@ -279,6 +292,9 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 	}
 	return nil
 }
+
+// pruneUsesEvery is how many token uses are written between prunings.
+const pruneUsesEvery = 4096
 
 // insertColumns is the number of values of one sessions row.
 const insertColumns = 11
