@@ -3,9 +3,6 @@ package crowd
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,13 +27,6 @@ const MaxAttackPeople = 250 * 256
 // attackRequestTimeout bounds every request of an attack run, so a run
 // ends even against a server that stopped answering.
 const attackRequestTimeout = 30 * time.Second
-
-// solveSlice is how many hashes a solver tries between adding them to its
-// counter, looking at its context and yielding: about a tenth of a
-// millisecond. Yielding this often keeps every solver's share of the CPU
-// equal and lets goroutines waiting on the network run while thousands
-// solve.
-const solveSlice = 1024
 
 // AttackConfig is one attack run: People arrive evenly over Window, each
 // joining once from its own loopback address and solving a challenge when
@@ -439,62 +428,9 @@ func (a *attackRun) join(ctx context.Context, hc *http.Client, solution string) 
 	return ans, nil
 }
 
-// SolveCounting solves c exactly as challenge.Solve does (every number
-// from 0 up, one SHA-256 each, the same solution) and adds each hash it
-// tries to hashes as it goes, so the compute spent by a party is known
-// even for solves cut short. It yields the CPU every thousand or so
-// hashes, so many solvers in one process share it equally: each is one
-// browser's worth of compute, slowed alike. It returns ctx's error,
-// wrapped, once ctx is done.
-func SolveCounting(ctx context.Context, c challenge.Challenge, hashes *atomic.Int64) (payload string, err error) {
-	if c.Algorithm != challenge.Algorithm {
-		return "", fmt.Errorf("challenge: unsupported algorithm %q", c.Algorithm)
-	}
-	target, err := hex.DecodeString(c.Challenge)
-	if err != nil || len(target) != sha256.Size {
-		return "", errors.New("challenge: the challenge is not a hex SHA-256 hash")
-	}
-	maxN := c.MaxNumber
-	if maxN <= 0 {
-		maxN = 1_000_000 // the ALTCHA widget's default, as challenge.Solve
-	}
-	buf := []byte(c.Salt)
-	saltLen := len(buf)
-	var tried, counted int64
-	defer func() { hashes.Add(tried - counted) }()
-	for n := int64(0); n <= maxN; n++ {
-		if tried-counted == solveSlice {
-			hashes.Add(solveSlice)
-			counted = tried
-			if err := ctx.Err(); err != nil {
-				return "", fmt.Errorf("challenge: solving: %w", err)
-			}
-			runtime.Gosched()
-		}
-		buf = strconv.AppendInt(buf[:saltLen], n, 10)
-		tried++
-		if sum := sha256.Sum256(buf); bytes.Equal(sum[:], target) {
-			return encodeSolution(c, n)
-		}
-	}
-	return "", fmt.Errorf("challenge: no number in [0, %d] solves the challenge", maxN)
-}
-
-// encodeSolution is the ALTCHA widget's form of the solution n to c, as
-// challenge.Solve returns it: standard base64 of the JSON, '&' unescaped.
-func encodeSolution(c challenge.Challenge, n int64) (string, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	err := e.Encode(struct {
-		Algorithm string `json:"algorithm"`
-		Challenge string `json:"challenge"`
-		Number    int64  `json:"number"`
-		Salt      string `json:"salt"`
-		Signature string `json:"signature"`
-	}{c.Algorithm, c.Challenge, n, c.Salt, c.Signature})
-	if err != nil {
-		return "", fmt.Errorf("challenge: encoding the solution: %w", err)
-	}
-	return base64.StdEncoding.EncodeToString(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+// SolveCounting solves c as a browser would, adding the hashes it tries to
+// hashes as it goes (challenge.SolveCounted), so the compute a party spent
+// is known even for solves cut short.
+func SolveCounting(ctx context.Context, c challenge.Challenge, hashes *atomic.Int64) (string, error) {
+	return challenge.SolveCounted(ctx, c, hashes)
 }

@@ -141,6 +141,29 @@ func (s *Store) RestoreTicket(name string, lastTicket int64) {
 // RestoreCounts sets a restored room's fairness counts and units sold (see
 // waitroom.Room), for a durable backend recovering on start.
 func (s *Store) RestoreCounts(name string, admissions, inversions, maxAdmitted, sold int64) {
+	s.withLoaded(name, func(r *room) {
+		r.admissions, r.inversions, r.maxAdmitted, r.sold = admissions, inversions, maxAdmitted, sold
+	})
+}
+
+// RestoreUses sets a restored room's token use counts, for a durable
+// backend recovering on start: each use of uses counted counts[i] times,
+// those still valid at now.
+func (s *Store) RestoreUses(name string, uses []waitroom.TokenUse, counts []int, now time.Time) {
+	s.withLoaded(name, func(r *room) {
+		if r.uses == nil {
+			r.uses = make(map[string]use)
+		}
+		for i, u := range uses {
+			if ms(u.Expires) > ms(now) {
+				r.uses[useKey(u)] = use{n: counts[i], expires: ms(u.Expires)}
+			}
+		}
+	})
+}
+
+// withLoaded runs f on room name, locked, when it is loaded.
+func (s *Store) withLoaded(name string, f func(r *room)) {
 	s.mu.Lock()
 	r := s.rooms[name]
 	s.mu.Unlock()
@@ -148,6 +171,6 @@ func (s *Store) RestoreCounts(name string, admissions, inversions, maxAdmitted, 
 		return
 	}
 	r.mu.Lock()
-	r.admissions, r.inversions, r.maxAdmitted, r.sold = admissions, inversions, maxAdmitted, sold
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	f(r)
 }

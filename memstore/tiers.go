@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"sort"
-	"time"
 
 	"github.com/waitroom/waitroom"
 )
@@ -259,24 +258,3 @@ func (r *room) spend(uses []waitroom.TokenUse, now int64) {
 }
 
 func useKey(u waitroom.TokenUse) string { return string(u.Kind) + ":" + u.ID }
-
-// RestoreUses sets a restored room's token use counts, for a durable
-// backend recovering on start: each use of uses counted n times.
-func (s *Store) RestoreUses(name string, uses []waitroom.TokenUse, counts []int, now time.Time) {
-	s.mu.Lock()
-	r := s.rooms[name]
-	s.mu.Unlock()
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.uses == nil {
-		r.uses = make(map[string]use)
-	}
-	for i, u := range uses {
-		if ms(u.Expires) > ms(now) {
-			r.uses[useKey(u)] = use{n: counts[i], expires: ms(u.Expires)}
-		}
-	}
-}
