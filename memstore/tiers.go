@@ -25,6 +25,7 @@ type tiering struct {
 	vt    int64
 	fin   []int64
 	most  []int64
+	steps []int64 // the configuration's TierSteps, made on first use after each change
 }
 
 func (l *tierLine) add(t, place int64) {
@@ -88,8 +89,11 @@ func (r *room) placeFor(i int, t int64) int64 {
 	if r.cfg.TierPolicy != waitroom.TierWeighted {
 		return waitroom.StrictPlace(i, t)
 	}
-	steps := r.cfg.TierSteps()
 	tg := &r.tiers
+	if tg.steps == nil {
+		tg.steps = r.cfg.TierSteps()
+	}
+	steps := tg.steps
 	for len(tg.fin) < len(steps) {
 		tg.fin = append(tg.fin, 0)
 	}
@@ -158,6 +162,7 @@ func (r *room) letInTier(t int64, i int, place int64) {
 // retier follows a change of tiers, which only an empty room may make:
 // every tier's last tag starts again.
 func (r *room) retier(old waitroom.RoomConfig) {
+	r.tiers.steps = nil // shares may have changed
 	if !waitroom.TiersEqual(old, r.cfg) {
 		r.tiers.fin, r.tiers.lines = nil, nil
 	}
