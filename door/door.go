@@ -36,10 +36,13 @@ const configTTL = time.Second
 // Door checks invites and challenges. It is safe for concurrent use.
 //
 // The difficulty follows the join rate this process sees: distinct client
-// addresses asking for a challenge, and challenge solutions accepted; a solution of a challenge four times
-// easier than the current difficulty is refused as expired, with a fresh
-// challenge, so challenges gathered while the room was calm are worth
-// nothing once it is busy.
+// addresses asking for a challenge, and challenge solutions accepted. A
+// solution of a challenge less than half as hard as the current difficulty
+// is refused as expired, with a fresh challenge, so challenges gathered
+// while the room was calm are worth nothing once it is busy, and cheap
+// ones solved at the start of a rush stop counting as it climbs. (The
+// price: while the difficulty more than doubles, some people solve twice;
+// the page does so by itself.)
 type Door struct {
 	store   waitroom.Store
 	secret  []byte
@@ -77,7 +80,7 @@ const rateWindow = 10
 // than a solved challenge's for that solution to be refused (as expired,
 // with a fresh challenge): challenges stockpiled while the room was calm
 // do not buy places in a rush.
-const tooEasy = 4
+const tooEasy = 2
 
 // rate returns the room's join rate per minute as the door sees it: the
 // larger of the accepted solutions' and the distinct addresses' asking

@@ -99,7 +99,7 @@ func TestDifficultyFollowsSolvedJoins(t *testing.T) {
 }
 
 // TestStockpiledChallengesRefused: a challenge gathered while the room was
-// calm is refused once the difficulty is four times higher, as expired
+// calm is refused once the difficulty is more than twice as high, as expired
 // and with a fresh challenge, and spends nothing.
 func TestStockpiledChallengesRefused(t *testing.T) {
 	d, s := setup(t, powConfig(1000, 1_000_000))
