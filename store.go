@@ -12,7 +12,10 @@ import (
 // invariants hold after each:
 //
 //  1. automatic admission never makes Active exceed Capacity (Advance may);
-//  2. FIFO: no waiting session is admitted while one with a smaller ticket waits;
+//  2. line order: no waiting session is admitted while one ahead of it in
+//     line waits (the line is ordered by Place where set, by Ticket
+//     otherwise: first come, first served inside a tier, operators' moves
+//     first; see Session.Place);
 //  3. a key has at most one live session per room;
 //  4. a change is durable (as the backend documents) before the method returns;
 //  5. a slot freed by Leave goes to the next in line within that same call.
@@ -39,8 +42,7 @@ import (
 // last_active; a session admitted while away stays away.
 //
 // Admission in an auto room that is not paused: while Active < Capacity,
-// someone waits and the rate allows, the waiting session with the smallest
-// ticket becomes active. RatePerMinute R > 0 is a token bucket of
+// someone waits and the rate allows, the first in line becomes active. RatePerMinute R > 0 is a token bucket of
 // max(1, ceil(R/60)) tokens refilled at R tokens a minute, full when the room
 // is created or reconfigured; each automatic admission takes a token.
 //
