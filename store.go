@@ -105,7 +105,7 @@ type Store interface {
 	// session that already ended it returns the session unchanged.
 	Leave(ctx context.Context, room, id string, reason Reason, now time.Time) (Session, error)
 
-	// Advance moves the next n waiting sessions, in ticket order, to served
+	// Advance moves the next n waiting sessions, in line order, to served
 	// (manual rooms) or active (auto rooms, ignoring capacity and pause). It
 	// fails with CodeQueueEmpty when nobody waits; with fewer than n waiting
 	// it advances those there are.
