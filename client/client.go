@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/challenge"
 )
 
 // maxResponse bounds how much of an answer is read, so a broken or hostile
@@ -125,7 +126,8 @@ type errorAnswer struct {
 		Code    waitroom.Code `json:"code"`
 		Message string        `json:"message"`
 	} `json:"error"`
-	Session *waitroom.Session `json:"session"`
+	Session   *waitroom.Session `json:"session"`
+	Challenge json.RawMessage   `json:"challenge"`
 }
 
 // answerError turns an error answer into a *waitroom.Error. An answer that
@@ -134,7 +136,14 @@ type errorAnswer struct {
 func answerError(status int, data []byte) error {
 	var a errorAnswer
 	if err := json.Unmarshal(data, &a); err == nil && a.Error != nil && a.Error.Code != "" {
-		return &waitroom.Error{Code: a.Error.Code, Message: a.Error.Message, Session: a.Session}
+		e := &waitroom.Error{Code: a.Error.Code, Message: a.Error.Message, Session: a.Session}
+		if len(a.Challenge) > 0 && string(a.Challenge) != "null" {
+			var ch challenge.Challenge
+			if json.Unmarshal(a.Challenge, &ch) == nil {
+				e.Challenge = ch
+			}
+		}
+		return e
 	}
 	return &waitroom.Error{
 		Code:    codeForStatus(status),
