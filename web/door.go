@@ -62,7 +62,7 @@ func (h *Handler) doorPage(w http.ResponseWriter, r *http.Request, lang *Message
 const maxDoorForm = 8 << 10
 
 // join: POST /r/{room}/join, the door's form (fields invite and
-// challenge). A visitor who joins with an invite while holding a live
+// challenge, or altcha as the ALTCHA widget names it). A visitor who joins with an invite while holding a live
 // session (a place in the lowest tier, taken before the invite was
 // redeemed) leaves that one for the new.
 func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +95,11 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/r/"+url.PathEscape(room), http.StatusSeeOther) // already in line
 		return
 	}
-	s, err := h.enter(ctx, r, room, invite, r.PostForm.Get("challenge"), now)
+	solution := r.PostForm.Get("challenge")
+	if solution == "" {
+		solution = r.PostForm.Get("altcha") // the ALTCHA widget's field
+	}
+	s, err := h.enter(ctx, r, room, invite, solution, now)
 	var e *waitroom.Error
 	switch {
 	case err == nil:

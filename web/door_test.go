@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/challenge"
 )
 
 // TestDoorWithoutJavaScript: a room with a door never joins a visitor on
@@ -62,6 +64,21 @@ func TestDoorWithoutJavaScript(t *testing.T) {
 		if r, _ := s.store.Room(context.Background(), room); r.Waiting != 0 {
 			t.Fatalf("room %s: %d waiting, want nobody past the door", room, r.Waiting)
 		}
+	}
+	// A solution in the ALTCHA widget's field name joins too.
+	ch, err := s.door.Challenge(context.Background(), "pow", netip.Addr{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := challenge.Solve(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post("pow", url.Values{"altcha": {sol}}); r.status != http.StatusSeeOther {
+		t.Fatalf("door with an altcha field: %d, want 303 into the line", r.status)
+	}
+	if r, _ := s.store.Room(context.Background(), "pow"); r.Waiting != 1 {
+		t.Fatalf("room pow: %d waiting after a solved join, want 1", r.Waiting)
 	}
 	toks, err := s.door.Issue(context.Background(), "members", 1, "presale", "", 1, time.Now().Add(time.Hour), time.Now())
 	if err != nil {
