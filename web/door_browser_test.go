@@ -154,3 +154,50 @@ func TestBrowserPowSolveTimes(t *testing.T) {
 		t.Logf("maxnumber %9d: median %6.0f ms, p90 %6.0f ms (15 solves)", d, ms[len(ms)/2], ms[len(ms)*9/10])
 	}
 }
+
+// TestBrowserClientDoor: /waitroom.js on a page of the server's origin
+// solves a room's proof of work in its worker and joins, and joins with an
+// invite into the invite's tier; with solve: false the challenge reaches
+// onError instead.
+func TestBrowserClientDoor(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	pow := config(0, "")
+	pow.Challenge, pow.ChallengeMin, pow.ChallengeMax = waitroom.ChallengePoW, 20_000, 20_000
+	s.room("powapi", pow)
+	tiered := config(0, "")
+	tiered.Tiers = []waitroom.Tier{{Name: "presale"}, {Name: "general"}}
+	tiered.InviteOnly = true
+	s.room("tierapi", tiered)
+	ctx := context.Background()
+	b := newBrowser(t)
+
+	app := b.person("pow app")
+	app.navigate(s.srv.URL + "/client-test/#room=powapi")
+	if !app.waitUntil(20*time.Second, `calls.some(c => c[0] === "position" && c[2] === 1)`) {
+		t.Fatalf("no onPosition(1) in the proof-of-work room; calls: %s", mustEval[string](app, `JSON.stringify(calls)`))
+	}
+	if !mustEval[bool](app, `calls.some(c => c[0] === "solved")`) {
+		t.Errorf("onSolving never reported the solve done; calls: %s", mustEval[string](app, `JSON.stringify(calls)`))
+	}
+
+	toks, err := s.door.Issue(ctx, "tierapi", 1, "presale", "", 1, time.Now().Add(time.Hour), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := b.person("invited app")
+	inv.navigate(s.srv.URL + "/client-test/#room=tierapi&invite=" + toks[0])
+	if !inv.waitUntil(10*time.Second, `calls.some(c => c[0] === "tier" && c[1] === "presale")`) {
+		t.Fatalf("the invite did not join into presale; calls: %s", mustEval[string](inv, `JSON.stringify(calls)`))
+	}
+	// Without an invite, an invite-only room reports the refusal.
+	no := b.person("uninvited app")
+	no.navigate(s.srv.URL + "/client-test/#room=tierapi")
+	if !no.waitUntil(10*time.Second, `calls.some(c => c[0] === "error")`) {
+		t.Fatalf("no onError for an invite-only room without an invite; calls: %s", mustEval[string](no, `JSON.stringify(calls)`))
+	}
+	for _, room := range []string{"powapi", "tierapi"} {
+		if r, _ := s.store.Room(ctx, room); r.Waiting != 1 {
+			t.Errorf("room %s: %d waiting, want 1", room, r.Waiting)
+		}
+	}
+}

@@ -146,6 +146,10 @@ var opts = {
   onError: function (e) { calls.push(["error", String(e && e.message)]); },
 };
 if (location.hash === "#noes") { window.EventSource = undefined; }
+var rm = /room=([^&]+)/.exec(location.hash); if (rm) { opts.room = rm[1]; opts.storage = "none"; }
+var inv = /invite=([^&]+)/.exec(location.hash); if (inv) { opts.invite = decodeURIComponent(inv[1]); }
+opts.onSolving = function (f) { if (f === 1) calls.push(["solved"]); };
+opts.onUpdate = function (s) { if (s.tier) calls.push(["tier", s.tier]); };
 window.line = Waitroom.join(opts);
 </script></body></html>`
 

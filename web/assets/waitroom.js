@@ -30,6 +30,13 @@
  * (navigator.sendBeacon; beacon: false to turn off) and on a return from the
  * back/forward cache it reconnects. close() stops everything without leaving.
  *
+ * A room with a door: invite: "wr1…" joins with that invite (into its
+ * tier); in a room that asks for proof of work the client solves the
+ * challenge in a Web Worker (onSolving(fraction) reports progress; solve:
+ * false turns it off) when the page is on the waitroom server's origin,
+ * and otherwise reports challenge_required through onError, with the
+ * challenge in err.challenge: send the visitor to the waiting page then.
+ *
  * Cross-origin use needs the server to allow CORS for its /v1 API (for
  * example through the reverse proxy in front of it).
  */
@@ -66,7 +73,9 @@
       try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
       if (res.ok) return body;
       var e = body && body.error;
-      throw RequestError(res.status, e && e.code, e && e.message);
+      var err = RequestError(res.status, e && e.code, e && e.message);
+      if (body && body.challenge) err.challenge = body.challenge;
+      throw err;
     });
   }
 
@@ -114,14 +123,64 @@
     return u + (suffix || "");
   };
 
-  Line.prototype._fetch = function (method, suffix, keepalive) {
-    return global.fetch(this._url(suffix), {
+  Line.prototype._fetch = function (method, suffix, keepalive, body) {
+    var init = {
       method: method,
       headers: { Accept: "application/json" },
       cache: "no-store",
       credentials: "same-origin",
       keepalive: !!keepalive,
-    }).then(answer);
+    };
+    if (body) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return global.fetch(this._url(suffix), init).then(answer);
+  };
+
+  // _join joins, with the invite of the options, and solves the room's
+  // proof-of-work challenge when it asks for one (at most three times: a
+  // rush can make a challenge stale while it is solved). Solving needs the
+  // worker script from the waitroom server's origin, so only a page of
+  // that origin solves; elsewhere the challenge_required error (with
+  // err.challenge) reaches onError, and the app can send the visitor to
+  // the waiting page, which solves it.
+  Line.prototype._join = function (tries) {
+    var self = this;
+    var body = {};
+    if (this._opts.invite) body.invite = String(this._opts.invite);
+    if (this._solution) body.challenge = this._solution;
+    return this._fetch("POST", "", false, body).catch(function (err) {
+      var stale = err.code === "challenge_required" || err.code === "challenge_expired";
+      if (!stale || !err.challenge || tries >= 3 || self._opts.solve === false || !self._sameOrigin()) throw err;
+      return self._solve(err.challenge).then(function (payload) {
+        self._solution = payload;
+        return self._join(tries + 1);
+      });
+    });
+  };
+
+  Line.prototype._sameOrigin = function () {
+    if (!this.base) return true;
+    try { return new URL(this.base, global.location.href).origin === global.location.origin; } catch (e) { return false; }
+  };
+
+  // _solve solves a challenge in a Web Worker, telling onSolving(fraction)
+  // how far it got.
+  Line.prototype._solve = function (challenge) {
+    var self = this;
+    return new Promise(function (resolve, reject) {
+      var w;
+      try { w = new global.Worker(self.base + "/waitroom/pow-worker.js"); } catch (e) { reject(e); return; }
+      w.onmessage = function (e) {
+        var d = e.data || {};
+        if (typeof d.progress === "number") self._call("onSolving", d.progress);
+        if (d.payload) { w.terminate(); self._call("onSolving", 1); resolve(d.payload); }
+        if (d.error) { w.terminate(); reject(RequestError(0, "challenge_failed", String(d.error))); }
+      };
+      w.onerror = function () { w.terminate(); reject(RequestError(0, "challenge_failed", "The proof-of-work worker failed.")); };
+      w.postMessage({ challenge: challenge });
+    });
   };
 
   Line.prototype._load = function () {
@@ -158,7 +217,7 @@
       if (resumeOnly) return s || self._gone();
       if (s && LIVE[s.status]) return s;
       self.id = null;
-      return self._fetch("POST");
+      return self._join(0);
     }).then(function (s) {
       self._deliver(s);
       if (!self._ended && !self._closed) self._subscribe();
