@@ -314,7 +314,7 @@ func (tb *tab) phone(view string) {
 // TestConsoleAccessible checks, in a real browser, that the console can
 // be used by keyboard and screen reader, and on a phone (issue 13): the
 // sign-in, rooms and room views, the confirmation dialog, the
-// configuration form and the find results.
+// configuration form, the find results and the invites made.
 func TestConsoleAccessible(t *testing.T) {
 	_, api, srv := newPageSite(t)
 	tb := newTab(t)
@@ -406,6 +406,22 @@ func TestConsoleAccessible(t *testing.T) {
 	if c := api.callsSoFar(); len(c) != 2 || c[1].method != "DELETE" {
 		t.Errorf("4: the keyboard revoke sent %v, want a DELETE", c)
 	}
+
+	// Make an invite by keyboard: the links it made get the focus.
+	tb.tabTo("#inv-count")
+	tb.tabTo("#invites-make")
+	tb.key("Enter on make invites", "\r")
+	tb.waitFor("the invite links", `!document.querySelector("#invites-result").hidden`)
+	tb.focusOn("the invites made", "#invites-links")
+	tb.ring("the invite links")
+	if got := tb.text("#invites-summary"); !strings.HasPrefix(got, "1 invite, good for 1 join until") {
+		t.Errorf("#invites-summary reads %q, want 1 invite (no tier: the room has none)", got)
+	}
+	tb.audit("invites made")
+	if c := api.callsSoFar(); len(c) != 3 || c[2].method != "POST" || c[2].path != "/v1/rooms/demo/invites" {
+		t.Errorf("4: the keyboard invite sent %v, want a POST of invites", c)
+	}
+	tb.tabTo("#invites-copy")
 
 	// The configuration form, by keyboard.
 	tb.must("focusing edit", chromedp.Focus(chromedp.CSS("#edit")))

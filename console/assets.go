@@ -44,9 +44,11 @@ func (a *asset) withHash(name string) *asset {
 // file is cached for a year; everything else is revalidated each time.
 var (
 	appJS     = newAsset(mustRead("app.js"), "text/javascript; charset=utf-8").withHash("app.js")
+	invitesJS = newAsset(mustRead("invites.js"), "text/javascript; charset=utf-8").withHash("invites.js")
 	appCSS    = newAsset(mustRead("app.css"), "text/css; charset=utf-8").withHash("app.css")
 	indexHTML = newAsset([]byte(strings.NewReplacer(
 		"{{app.js}}", appJS.hashed,
+		"{{invites.js}}", invitesJS.hashed,
 		"{{app.css}}", appCSS.hashed,
 	).Replace(string(mustRead("index.html")))), "text/html; charset=utf-8")
 
@@ -54,8 +56,10 @@ var (
 		Prefix:                indexHTML,
 		Prefix + "index.html": indexHTML,
 		Prefix + "app.js":     appJS,
+		Prefix + "invites.js": invitesJS,
 		Prefix + "app.css":    appCSS,
 		appJS.hashed:          appJS,
+		invitesJS.hashed:      invitesJS,
 		appCSS.hashed:         appCSS,
 	}
 )

@@ -171,6 +171,13 @@ func TestPageInBrowser(t *testing.T) {
 			t.Errorf("%s reads %q, want %q", sel, got, want)
 		}
 	}
+	// A room without tiers: none to show or to choose for invites.
+	if got := tb.text("#room-door"); !strings.Contains(got, "Tiersnone: one line") || !strings.Contains(got, "Challengenone") {
+		t.Errorf("#room-door reads %q, want no tiers and no challenge", got)
+	}
+	if ok, _ := tb.eval(`document.querySelector("#inv-tier-field").hidden`); !ok {
+		t.Errorf("the invites' tier select is shown in a room without tiers")
+	}
 	tb.shot("room")
 
 	// Pause: a PUT of the whole configuration (no counts) with paused.
@@ -178,6 +185,12 @@ func TestPageInBrowser(t *testing.T) {
 	tb.confirm("Pause room demo?", true)
 	if c := lastCall("pause", 1); c.method != "PUT" || c.body["paused"] != true || c.body["capacity"] != float64(3) {
 		t.Errorf("pause sent %s %v", c.method, c.body)
+	} else {
+		for _, k := range []string{"tiers", "tier_policy", "invite_only", "invite_keys", "challenge", "challenge_min", "challenge_max"} {
+			if v, ok := c.body[k]; ok {
+				t.Errorf("pause of a room without tiers sent %s = %v", k, v)
+			}
+		}
 	}
 	tb.waitFor("the resume button", `!document.querySelector("#resume").hidden && document.querySelector("#pause").hidden`)
 	tb.waitFor("the audit entry from the event stream", `document.querySelector("#audit-list li[data-audit]")`)
@@ -202,6 +215,9 @@ func TestPageInBrowser(t *testing.T) {
 	tb.waitFor("the found session", `document.querySelector('#found article[data-session="AAAAAAAAAAUsessionidforfive"]')`)
 	if got := tb.text("#found"); !strings.Contains(got, "user-5") {
 		t.Errorf("the found record reads %q, want all of it", got)
+	}
+	if ok, _ := tb.eval(`!!document.querySelector("#found .badge")`); ok {
+		t.Errorf("a session in a room without tiers, never moved, has a badge: %q", tb.text("#found .badge"))
 	}
 	tb.must("move to front without a reason", chromedp.Click(chromedp.CSS("#front")))
 	if ok, _ := tb.eval(`document.querySelector("#confirm").open`); ok {

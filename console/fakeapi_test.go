@@ -126,6 +126,16 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 				{"id": "AAAAAAAAAAYsessionidforsix", "room": "demo", "status": "active", "ticket": 6, "key": "user-6"}},
 				"audit": []any{}}
 		}
+		if r.URL.Query().Get("q") == "tier" {
+			// A tiered session (a positive place, from its tier and
+			// ticket) and one an operator moved (a negative place).
+			return map[string]any{"sessions": []map[string]any{
+				{"id": "AAAAAAAAAAcsessionidforseven", "room": "demo", "status": "waiting", "ticket": 7, "position": 2,
+					"tier": "presale", "place": 7},
+				{"id": "AAAAAAAAAAgsessionidforeight", "room": "demo", "status": "waiting", "ticket": 8, "position": 1,
+					"tier": "general", "place": -1}},
+				"audit": []any{}}
+		}
 		if r.URL.Query().Get("q") != "5" {
 			return map[string]any{"sessions": []any{}, "audit": []any{}}
 		}
@@ -145,10 +155,86 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 			return map[string]any{"id": r.PathValue("id"), "room": "demo", "status": "waiting", "ticket": 5, "position": 1}
 		})
 	}
+	h("POST /v1/rooms/demo/invites", func(w http.ResponseWriter, r *http.Request) any {
+		f.invites(w, r)
+		return nil
+	})
 	h("GET /v1/rooms/demo/admin-events", func(w http.ResponseWriter, r *http.Request) any {
 		f.events(w, r)
 		return nil
 	})
+}
+
+// invites answers POST /v1/rooms/demo/invites as httpapi does: the same
+// defaults, limits, errors and audit entry, with tokens of its own.
+func (f *fakeAPI) invites(w http.ResponseWriter, r *http.Request) {
+	fail := func(status int, code, format string, args ...any) {
+		writeAPI(w, status, map[string]any{"error": map[string]any{"code": code, "message": fmt.Sprintf(format, args...)}})
+	}
+	b, _ := io.ReadAll(r.Body)
+	var req struct {
+		Count  int    `json:"count"`
+		Tier   string `json:"tier"`
+		Key    string `json:"key"`
+		Uses   int    `json:"uses"`
+		Expiry string `json:"expiry"`
+	}
+	if len(b) > 0 {
+		if err := waitroom.DecodeJSON(b, &req); err != nil {
+			fail(400, "invalid_json", "%s", waitroom.ErrorMessage(err))
+			return
+		}
+	}
+	f.record(r, b)
+	now := time.Now()
+	if req.Count == 0 {
+		req.Count = 1
+	}
+	if req.Uses == 0 {
+		req.Uses = 1
+	}
+	if req.Count < 0 || req.Count > 1000 {
+		fail(400, "invalid_request", "count is between 1 and 1000.")
+		return
+	}
+	f.mu.Lock()
+	cfg := f.room.RoomConfig
+	f.mu.Unlock()
+	if cfg.TierIndex(req.Tier) < 0 {
+		fail(400, "invalid_request", "Room %q has no tier named %q.", "demo", req.Tier)
+		return
+	}
+	expires := now.Add(7 * 24 * time.Hour)
+	if req.Expiry != "" {
+		if d, err := waitroom.ParseDuration(req.Expiry); err == nil {
+			expires = now.Add(d.D())
+		} else if t, err := time.Parse(time.RFC3339, req.Expiry); err == nil {
+			expires = t
+		} else {
+			fail(400, "invalid_request", `expiry is a duration such as "72h" or an RFC 3339 time such as "2030-06-01T18:00:00Z", within 366 days.`)
+			return
+		}
+	}
+	expires = expires.Truncate(time.Second).UTC()
+	out := make([]map[string]any, req.Count)
+	for i := range out {
+		token := fmt.Sprintf("wr1.fake%04d", i+1)
+		out[i] = map[string]any{"token": token, "link": "/r/demo#invite=" + token, "uses": req.Uses, "expires_at": expires}
+		if req.Tier != "" {
+			out[i]["tier"] = req.Tier
+		}
+	}
+	f.addAudit(map[string]any{"room": "demo", "actor": "console", "action": "invites",
+		"detail": map[string]any{"count": req.Count, "tier": req.Tier, "uses": req.Uses, "expires_at": expires.Format(time.RFC3339)}})
+	writeAPI(w, 201, map[string]any{"invites": out})
+}
+
+// configure changes the room's configuration, as a PUT by someone else
+// would.
+func (f *fakeAPI) configure(fn func(*waitroom.RoomConfig)) {
+	f.mu.Lock()
+	fn(&f.room.RoomConfig)
+	f.mu.Unlock()
 }
 
 func (f *fakeAPI) record(r *http.Request, b []byte) {

@@ -80,9 +80,13 @@ func TestStaticFiles(t *testing.T) {
 			t.Errorf("index.html contains %q (inline code, or a request elsewhere)", bad)
 		}
 	}
-	hashed := regexp.MustCompile(`/admin/app\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
-	if len(hashed) != 2 {
-		t.Fatalf("index.html links %v, want the hashed app.js and app.css", hashed)
+	hashed := regexp.MustCompile(`/admin/(app|invites)\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
+	if len(hashed) != 3 {
+		t.Fatalf("index.html links %v, want the hashed invites.js, app.js and app.css", hashed)
+	}
+	// invites.js defines what app.js starts: it must run first.
+	if app := regexp.MustCompile(`/admin/app\.[0-9a-f]{12}\.js`).FindStringIndex(html); app == nil || strings.Index(html, "/admin/invites.") > app[0] {
+		t.Errorf("index.html loads app.js before invites.js")
 	}
 	for _, p := range hashed {
 		a := s.do("GET", p, "", nil)

@@ -10,14 +10,17 @@
 //   #stat-waiting #stat-active #stat-admissions #stat-joins #stat-abandons
 //   #stat-eta #stat-p50 #stat-p90 #stat-p99 #stat-esterr
 //   svg[data-series=waiting|active|admissions|joins|abandons] (#chart-NAME)
-//   #room-details #stock #room-stock #schedule #room-schedule
+//   #room-details #stock #room-stock #schedule #room-schedule #door #room-door
 //   #pause #resume #queue-all #edit #advance-n #advance
 //   #config-form #cfg-FIELD (mode capacity rate_per_minute active_timeout
 //     max_session waiting_timeout grace inventory opens_at closes_at
-//     target_url return_origins paused) #config-save #config-cancel
-//   #find-q #find-go #found (article[data-session=ID], input[name=found-pick])
+//     target_url return_origins paused tiers tier_policy challenge
+//     challenge_min challenge_max invite_keys invite_only) #config-save #config-cancel
+//   #find-q #find-go #found (article[data-session=ID], input[name=found-pick],
+//     .badge[data-tier=NAME], .badge[data-moved])
 //   #session-actions #revoke #front-reason #front #extend-by #extend
 //   #found-audit li[data-audit=ID]
+//   the Invites panel: see invites.js
 //   #audit-list li[data-audit=ID] #audit-more #audit-empty
 //   #confirm (dialog) #confirm-title #confirm-text #confirm-changes #confirm-ok #confirm-cancel
 "use strict";
@@ -35,6 +38,7 @@
     open: "Open", paused: "Paused", scheduled: "Scheduled", drawing: "Drawing",
     closed: "Closed", sold_out: "Sold out",
   };
+  const POLICY_LABEL = { strict: "strict: highest tier first", weighted: "weighted by share" };
   const SERIES = ["waiting", "active", "admissions", "joins", "abandons"];
   const RATES = { admissions: true, joins: true, abandons: true };
 
@@ -397,6 +401,7 @@
     $("session-actions").hidden = true;
     $("config-form").hidden = true;
     $("edit").setAttribute("aria-expanded", "false");
+    invites.reset();
     setText($("live-status"), "Connecting…");
     drawCharts();
     focusHeading("room-title");
@@ -677,7 +682,35 @@
       if (r.closes_at) pairs.push(["Closes at", fmtTime(r.closes_at)]);
       fill($("room-schedule"), pairs);
     }
+    renderDoor(r);
+    invites.setRoom(r);
     renderStats();
+  }
+
+  // tiersOf returns a room's tiers, highest first; empty without tiers.
+  const tiersOf = (r) => (r && Array.isArray(r.tiers) ? r.tiers.filter((t) => t && typeof t.name === "string") : []);
+
+  // renderDoor shows who may join and in which order: the tiers and their
+  // policy, invites, and the proof-of-work challenge.
+  function renderDoor(r) {
+    const tiers = tiersOf(r);
+    const policy = r.tier_policy || "strict";
+    const weighted = policy === "weighted";
+    const share = (t) => (weighted && typeof t.share === "number" ? " (" + nf1.format(t.share * 100) + "%)" : "");
+    const pairs = [["Tiers", tiers.length ? tiers.map((t) => t.name + share(t)).join(" › ") : "none: one line"]];
+    if (tiers.length) pairs.push(["Tier policy", POLICY_LABEL[policy] || policy]);
+    pairs.push(["Invite only", r.invite_only ? "yes: joining needs an invite" : "no"]);
+    const keys = (r.invite_keys || []).length;
+    pairs.push(["Invite keys", keys ? fmt(keys) + (keys === 1 ? " key" : " keys") : "none"]);
+    let challenge = "none";
+    if (r.challenge === "pow") {
+      const bound = (v) => (v ? fmt(v) : "default");
+      challenge = "proof of work, difficulty " + bound(r.challenge_min) + " to " + bound(r.challenge_max);
+    } else if (r.challenge) {
+      challenge = String(r.challenge);
+    }
+    pairs.push(["Challenge", challenge]);
+    fill($("room-door"), pairs);
   }
 
   // stateKey is what of a room its state (open, paused, scheduled, drawing,
@@ -746,7 +779,8 @@
           : "They become active now, in line order, even past the capacity and while paused.", "Advance");
       if (!ok) return;
       const a = await api("POST", roomPath(rv.name, "/advance"), { n });
-      const tickets = ((a && a.sessions) || []).map((s) => "#" + s.ticket);
+      const tiered = tiersOf(rv && rv.room).length > 0;
+      const tickets = ((a && a.sessions) || []).map((s) => "#" + s.ticket + (tiered && s.tier ? " (" + s.tier + ")" : ""));
       notice((manual ? "Served " : "Admitted ") + fmt(tickets.length) + ": " + tickets.join(", ") + ".");
     });
   });
@@ -767,6 +801,13 @@
     $("cfg-closes_at").value = r.closes_at || "";
     $("cfg-return_origins").value = (r.return_origins || []).join("\n");
     $("cfg-paused").checked = !!r.paused;
+    $("cfg-tiers").value = (r.tiers || []).map((t) => t.name + (t.share ? " " + t.share : "")).join("\n");
+    selectValue($("cfg-tier_policy"), r.tier_policy || "strict");
+    selectValue($("cfg-challenge"), r.challenge || "");
+    $("cfg-challenge_min").value = r.challenge_min ? String(r.challenge_min) : "";
+    $("cfg-challenge_max").value = r.challenge_max ? String(r.challenge_max) : "";
+    $("cfg-invite_keys").value = (r.invite_keys || []).join("\n");
+    $("cfg-invite_only").checked = !!r.invite_only;
     $("config-form").hidden = false;
     $("edit").setAttribute("aria-expanded", "true");
     $("cfg-mode").focus();
@@ -778,9 +819,53 @@
     $("edit").focus();
   }
 
+  // selectValue selects v, adding it as an option first when the page
+  // does not know it, so a value from a newer server is not lost on save.
+  function selectValue(select, v) {
+    if (![...select.options].some((o) => o.value === v)) select.append(el("option", { value: v, text: v }));
+    select.value = v;
+  }
+
   // intOrText is a number if s reads as a whole number, else the text as
   // typed, which the API refuses with its own message.
   const intOrText = (s) => (/^-?\d+$/.test(s.trim()) ? Number(s.trim()) : s.trim());
+
+  // parseTiers reads the tiers box: "name" or "name share" a line. A share
+  // that is no number is sent as typed, for the API to refuse.
+  function parseTiers(text) {
+    return text.split("\n").map((l) => l.trim()).filter(Boolean).map((l) => {
+      const [name, ...rest] = l.split(/\s+/);
+      if (rest.length === 0) return { name };
+      const v = rest.join(" ");
+      const m = /^(\d*\.?\d+)(%?)$/.exec(v);
+      if (!m) return { name, share: v };
+      const share = Number(m[1]) / (m[2] ? 100 : 1);
+      return share ? { name, share } : { name };
+    });
+  }
+
+  // The door's fields, each absent when off, as the API writes them.
+  function formDoor(c, before) {
+    const tiers = parseTiers($("cfg-tiers").value);
+    if (tiers.length) c.tiers = tiers;
+    else delete c.tiers;
+    // strict is the default, and a policy needs tiers: strict is sent
+    // only where the room had it already.
+    const policy = $("cfg-tier_policy").value;
+    if (policy === "strict" && (!tiers.length || before.tier_policy === undefined)) delete c.tier_policy;
+    else c.tier_policy = policy;
+    const optional = { challenge: $("cfg-challenge").value,
+      challenge_min: intOrText($("cfg-challenge_min").value), challenge_max: intOrText($("cfg-challenge_max").value) };
+    for (const [k, v] of Object.entries(optional)) {
+      if (v === "" || v === 0) delete c[k];
+      else c[k] = v;
+    }
+    const keys = $("cfg-invite_keys").value.split(/[\s,]+/).filter(Boolean);
+    if (keys.length) c.invite_keys = keys;
+    else delete c.invite_keys;
+    if ($("cfg-invite_only").checked) c.invite_only = true;
+    else delete c.invite_only;
+  }
 
   function formConfig() {
     const c = configOf(rv.room);
@@ -798,6 +883,7 @@
     if (origins.length) c.return_origins = origins;
     else delete c.return_origins;
     c.paused = $("cfg-paused").checked;
+    formDoor(c, configOf(rv.room));
     return c;
   }
 
@@ -842,6 +928,26 @@
   const label = (s) => "session " + (s.ticket ? "#" + s.ticket : String(s.id).slice(0, 11) + "…");
   const describe = (s) => label(s) + " (" + s.status + ")";
 
+  // sessionBadges marks a session's tier, in a room with tiers, and a move
+  // by an operator. A negative place is a move; a positive one is only
+  // where the tier and ticket put the session.
+  function sessionBadges(s) {
+    const out = [];
+    if (s.tier && tiersOf(rv && rv.room).length) {
+      out.push(" ", el("span", { class: "badge badge-tier", "data-tier": s.tier, text: "tier " + s.tier }));
+    }
+    if (typeof s.place === "number" && s.place < 0) {
+      out.push(" ", el("span", { class: "badge badge-moved", "data-moved": "", text: "moved by an operator" }));
+    }
+    return out;
+  }
+
+  // fieldText shows one field of a session record.
+  function fieldText(k, v) {
+    if (k === "place" && typeof v === "number") return String(v) + (v < 0 ? " (moved by an operator)" : " (from its tier and ticket)");
+    return v !== null && typeof v === "object" ? JSON.stringify(v) : String(v);
+  }
+
   async function find(q) {
     const mine = rv;
     const a = await api("GET", roomPath(mine.name, "/find?q=" + encodeURIComponent(q)));
@@ -868,13 +974,12 @@
     const items = sessions.map((s, i) => {
       const dl = el("dl", { class: "pairs record" });
       for (const [k, v] of Object.entries(s)) {
-        dl.append(el("div", null, el("dt", { text: k }),
-          el("dd", { text: v !== null && typeof v === "object" ? JSON.stringify(v) : String(v) })));
+        dl.append(el("div", null, el("dt", { text: k }), el("dd", { text: fieldText(k, v) })));
       }
       const head = sessions.length > 1
         ? el("label", { class: "pick" }, el("input", { type: "radio", name: "found-pick", value: s.id,
-          checked: rv.selected && rv.selected.id === s.id, id: "found-pick-" + i }), " " + describe(s))
-        : el("h3", { text: describe(s) });
+          checked: rv.selected && rv.selected.id === s.id, id: "found-pick-" + i }), " " + describe(s), ...sessionBadges(s))
+        : el("h3", null, describe(s), ...sessionBadges(s));
       return el("article", { class: "found", "data-session": s.id, "data-testid": "found-session" }, head, dl);
     });
     box.replaceChildren(el("p", { text: sessions.length === 1 ? "1 session found." : sessions.length + " sessions found." }), ...items);
@@ -947,6 +1052,11 @@
       (p) => api("POST", p + "/extend", { by }), (s) => label(s) + " has " + by + " more.");
   });
 
+  // ---------- invites (invites.js) ----------
+
+  const invites = window.waitroomInvites({ $, el, api, act, showError, notice, fmt, fmtTime, num, roomPath, tiersOf,
+    view: () => rv });
+
   // ---------- audit log ----------
 
   const AUDIT_SHOWN = 500;
@@ -975,10 +1085,26 @@
     if (e.session) parts.push("session " + (e.ticket ? "#" + e.ticket + " " : "") + String(e.session).slice(0, 11) + "…");
     else if (e.ticket) parts.push("ticket #" + e.ticket);
     if (e.reason) parts.push("reason: \u201c" + e.reason + "\u201d");
+    const summary = auditSummary(e);
+    if (summary) parts.push(summary);
     const li = el("li", { "data-audit": e.id || "", "data-testid": "audit-entry" }, when, " ",
       el("strong", { text: parts[0] }), parts.length > 1 ? " · " + parts.slice(1).join(" · ") : null);
-    if (e.detail !== undefined && e.detail !== null) li.append(el("code", { class: "detail", text: JSON.stringify(e.detail) }));
+    if (!summary && e.detail !== undefined && e.detail !== null) li.append(el("code", { class: "detail", text: JSON.stringify(e.detail) }));
     return li;
+  }
+
+  // auditSummary says in words what an entry's detail holds, for the
+  // actions whose detail the page knows; "" shows the detail as JSON.
+  function auditSummary(e) {
+    const d = e.detail;
+    if (e.action !== "invites" || !d || typeof d !== "object") return "";
+    const n = num(d.count) || 1;
+    const uses = num(d.uses) || 1;
+    const tier = d.tier ? d.tier + " " : tiersOf(rv && rv.room).length ? "lowest-tier " : "";
+    let out = fmt(n) + " " + tier + (n === 1 ? "invite" : "invites") +
+      ", " + fmt(uses) + (uses === 1 ? " use" : " uses") + (n === 1 ? "" : " each");
+    if (d.expires_at) out += ", until " + fmtTime(d.expires_at);
+    return out;
   }
 
   // addAudit puts entries into list, newest first: in front when they are
