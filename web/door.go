@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -90,7 +91,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 		h.storeError(w, r, lang, room, err)
 		return
 	}
-	invite := r.PostForm.Get("invite")
+	invite := inviteToken(r.PostForm.Get("invite"))
 	if live && invite == "" {
 		http.Redirect(w, r, "/r/"+url.PathEscape(room), http.StatusSeeOther) // already in line
 		return
@@ -142,6 +143,19 @@ func (h *Handler) client(r *http.Request) netip.Addr {
 		return h.joins.Proxies.Client(r)
 	}
 	return clientaddr.Peer(r)
+}
+
+// inviteToken takes the token out of what a visitor pasted: the token
+// itself, or a whole invite link (…#invite=<token>).
+func inviteToken(v string) string {
+	v = strings.TrimSpace(v)
+	if _, after, ok := strings.Cut(v, "invite="); ok {
+		v, _, _ = strings.Cut(after, "&")
+		if u, err := url.QueryUnescape(v); err == nil {
+			v = u
+		}
+	}
+	return v
 }
 
 // doorRefusal reports whether code is a door's refusal, shown on the door.

@@ -84,8 +84,10 @@ func TestDoorWithoutJavaScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := post("members", url.Values{"invite": {toks[0]}}); r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/members" {
-		t.Fatalf("door with a good invite: %d to %q, want 303 to the page", r.status, r.header.Get("Location"))
+	// Pasting the whole link works as well as the token.
+	link := "  " + s.srv.URL + "/r/members#invite=" + toks[0] + "\n"
+	if r := post("members", url.Values{"invite": {link}}); r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/members" {
+		t.Fatalf("door with a pasted invite link: %d to %q, want 303 to the page", r.status, r.header.Get("Location"))
 	}
 	if r := s.get(c, "/r/members"); !strings.Contains(r.body, `data-waitroom="tier">You wait in the presale line.`) {
 		t.Fatalf("the page after the invite does not show the presale line: %.300s", r.body)
