@@ -35,8 +35,9 @@ const configTTL = time.Second
 
 // Door checks invites and challenges. It is safe for concurrent use.
 //
-// The difficulty follows the join rate this process sees: distinct client
-// addresses asking for a challenge, and challenge solutions accepted. A
+// The difficulty follows the join rate this process sees (distinct client
+// addresses asking for a challenge, and challenge solutions accepted) and,
+// given WithSharedRate, the room's joins across every process. A
 // solution of a challenge less than half as hard as the current difficulty
 // is refused as expired, with a fresh challenge, so challenges gathered
 // while the room was calm are worth nothing once it is busy, and cheap
@@ -44,6 +45,7 @@ const configTTL = time.Second
 // price: while the difficulty more than doubles, some people solve twice;
 // the page does so by itself.)
 type Door struct {
+	shared  SharedRate
 	store   waitroom.Store
 	secret  []byte
 	issuer  *challenge.Issuer
@@ -64,6 +66,9 @@ type roomState struct {
 	// second (unix) each slot counts.
 	solved   [rateWindow]int64
 	solvedAt [rateWindow]int64
+	// The shared rate as last read (see SharedRate), and when.
+	sharedRate int64
+	sharedAt   time.Time
 	// Client addresses (IPv6 by /64) that asked for a challenge, each
 	// counted once per rateWindow: the second it was last counted.
 	asked    [rateWindow]int64
@@ -149,10 +154,27 @@ func (st *roomState) ask(client netip.Addr, now time.Time) {
 	ringAdd(&st.asked, &st.askedAt, now)
 }
 
+// SharedRate returns room's joins per minute across every process sharing
+// the store (the console's numbers: roomstats), for the difficulty of a
+// room served by many processes, each of which sees only its share.
+type SharedRate func(ctx context.Context, room string, now time.Time) (perMinute int64, err error)
+
+// Option configures a Door.
+type Option func(*Door)
+
+// WithSharedRate makes the difficulty follow rate too: the larger of what
+// this process sees and rate, read at most once a second per room. rate
+// lags (it counts whole 10-second buckets of the last minute) but sees
+// every process; this process's own count answers within the second.
+func WithSharedRate(rate SharedRate) Option { return func(d *Door) { d.shared = rate } }
+
+// sharedEvery is how often a room's shared rate is read.
+const sharedEvery = time.Second
+
 // New returns a Door over store whose invites (HMAC) and challenges are
 // signed with secret (32 bytes or more, the same in every process). It
 // watches the store's events for configuration changes until Close.
-func New(store waitroom.Store, secret []byte) *Door {
+func New(store waitroom.Store, secret []byte, opts ...Option) *Door {
 	if len(secret) < 32 {
 		panic("door: the secret must be at least 32 bytes")
 	}
@@ -160,6 +182,9 @@ func New(store waitroom.Store, secret []byte) *Door {
 	// purpose is never valid for the other.
 	d := &Door{store: store, secret: derive(secret, "waitroom invite v1"), issuer: challenge.New(derive(secret, "waitroom challenge v1"), challenge.DefaultTTL),
 		calm: challenge.DefaultCalm, rooms: make(map[string]*roomState)}
+	for _, o := range opts {
+		o(d)
+	}
 	d.unwatch = store.Subscribe(d.observe)
 	return d
 }
@@ -273,7 +298,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
 		}
 		s, err := d.issuer.Verify(solution, room, now)
-		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(st, now) {
+		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(ctx, room, st, now) {
 			err = waitroom.Errorf(waitroom.CodeChallengeExpired, "The line got much busier since this challenge was issued; solve the new one.")
 		}
 		if err != nil {
@@ -298,7 +323,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 // difficulty is the maxnumber of a challenge issued now: challenge_min
 // while the room's accepted solutions stay under the calm rate, rising in
 // proportion above it, at most challenge_max (challenge.Difficulty).
-func (d *Door) difficulty(st *roomState, now time.Time) int64 {
+func (d *Door) difficulty(ctx context.Context, room string, st *roomState, now time.Time) int64 {
 	lo, hi := st.cfg.ChallengeMin, st.cfg.ChallengeMax
 	if lo <= 0 {
 		lo = challenge.DefaultMin
@@ -308,8 +333,21 @@ func (d *Door) difficulty(st *roomState, now time.Time) int64 {
 	}
 	d.mu.Lock()
 	rate := st.rate(now)
+	read := d.shared != nil && (st.sharedAt.IsZero() || now.Sub(st.sharedAt) >= sharedEvery || now.Before(st.sharedAt))
+	if read {
+		st.sharedAt = now // one reader per second; the others use the last value
+	}
+	shared := st.sharedRate
 	d.mu.Unlock()
-	return challenge.Difficulty(lo, hi, rate, d.calm)
+	if read {
+		if r, err := d.shared(ctx, room, now); err == nil {
+			shared = r
+			d.mu.Lock()
+			st.sharedRate = r
+			d.mu.Unlock()
+		}
+	}
+	return challenge.Difficulty(lo, hi, max(rate, shared), d.calm)
 }
 
 // Challenge issues a challenge for client (its address; the zero Addr when
@@ -329,7 +367,7 @@ func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, no
 	d.mu.Lock()
 	st.ask(client, now)
 	d.mu.Unlock()
-	ch, err := d.issuer.Issue(room, d.difficulty(st, now), now)
+	ch, err := d.issuer.Issue(room, d.difficulty(ctx, room, st, now), now)
 	if err != nil {
 		return ch, fmt.Errorf("door: issue a challenge: %w", err)
 	}

@@ -184,3 +184,44 @@ func TestConfigChangeSeenAtOnce(t *testing.T) {
 		t.Fatalf("Issue for a tier the room lacks: %v, want invalid_request", err)
 	}
 }
+
+// TestSharedRate: the difficulty follows the rate every process sees when
+// it is higher than this process's own, read at most once a second per
+// room, and this process's own when the shared one fails.
+func TestSharedRate(t *testing.T) {
+	s := memstore.New()
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	if _, _, err := s.PutRoom(ctx, "r", powConfig(1000, 64_000), t0); err != nil {
+		t.Fatal(err)
+	}
+	var reads int
+	shared, fail := int64(6000), false // ten times the calm 600
+	d := door.New(s, []byte("a door secret of at least 32 bytes!"), door.WithSharedRate(
+		func(_ context.Context, room string, _ time.Time) (int64, error) {
+			reads++
+			if fail {
+				return 0, errors.New("down")
+			}
+			return shared, nil
+		}))
+	t.Cleanup(d.Close)
+	for i := range 50 {
+		if got := maxNumber(t, d, t0.Add(time.Duration(i)*10*time.Millisecond)); got != 10_000 {
+			t.Fatalf("difficulty with 6,000 joins a minute across processes = %d, want 10000", got)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("the shared rate was read %d times in half a second, want once", reads)
+	}
+	shared = 1200
+	if got := maxNumber(t, d, t0.Add(2*time.Second)); got != 2000 || reads != 2 {
+		t.Fatalf("a second later: difficulty %d after %d reads, want 2000 after 2", got, reads)
+	}
+	// A failed read keeps the last value rather than dropping to this
+	// process's own count.
+	fail = true
+	if got := maxNumber(t, d, t0.Add(4*time.Second)); got != 2000 {
+		t.Fatalf("with the shared rate failing: difficulty %d, want the last value's 2000", got)
+	}
+}

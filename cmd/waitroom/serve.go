@@ -367,7 +367,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	dr := door.New(store, doorSecret)
+	// The console's numbers (below) count every process's joins: the
+	// door's difficulty follows them too, not only this process's share.
+	var stats *roomstats.Recorder
+	dr := door.New(store, doorSecret, door.WithSharedRate(func(ctx context.Context, room string, now time.Time) (int64, error) {
+		if stats == nil {
+			return 0, errors.New("no room statistics")
+		}
+		r, err := stats.Overview(ctx, room, now)
+		return r.JoinsPerMinute, err
+	}))
 	defer dr.Close()
 	gateProxies, _ := gate.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
 	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory}
@@ -408,7 +417,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// of a Redis deployment adds its own counts and can serve the charts),
 	// its sign-ins too, so signing out ends one everywhere.
 	ledger, _ := store.(waitroom.Ledger)
-	var stats *roomstats.Recorder
 	var cons *console.Console
 	var consoleAuth httpapi.Authorizer
 	if ledger != nil {
