@@ -70,6 +70,11 @@ func stream(ids []string) func(i int) string {
 // (Store.Session, which also records presence) with a million waiting.
 func BenchmarkPosition(b *testing.B) {
 	s, ids := filled(b, million)
+	benchPositions(b, s, ids)
+}
+
+// benchPositions reads the positions of ids in random order.
+func benchPositions(b *testing.B, s *Store, ids []string) {
 	id := stream(ids)
 	ctx := context.Background()
 	b.ReportAllocs()

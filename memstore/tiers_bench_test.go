@@ -36,18 +36,7 @@ func tieredFilled(tb testing.TB, n int) (*Store, []string) {
 // search and a Fenwick rank each), so it costs a few times the untiered.
 func BenchmarkPositionTiered(b *testing.B) {
 	s, ids := tieredFilled(b, million)
-	id := stream(ids)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		x, err := s.Session(ctx, "r", id(i), benchT0)
-		if err != nil || x.Position == 0 {
-			b.Fatal(err, x.Position)
-		}
-		i++
-	}
+	benchPositions(b, s, ids)
 }
 
 // BenchmarkJoinTiered is BenchmarkJoin into the middle tier of a tiered
