@@ -58,8 +58,7 @@ type Door struct {
 // roomState is what a Door keeps per room: its configuration (cached) and
 // its recent challenge requests, for the difficulty.
 type roomState struct {
-	cfg    waitroom.RoomConfig
-	keys   []ed25519.PublicKey
+	conf   *roomConf // replaced on each read, never changed: readers need no lock
 	readAt time.Time
 	ok     bool
 	// Solutions accepted in each of the last rateWindow seconds, by the
@@ -75,6 +74,13 @@ type roomState struct {
 	askedAt  [rateWindow]int64
 	seen     map[netip.Addr]int64
 	seenKept int
+}
+
+// roomConf is a room's configuration as the door reads it: immutable once
+// made.
+type roomConf struct {
+	cfg  waitroom.RoomConfig
+	keys []ed25519.PublicKey
 }
 
 // rateWindow is how many seconds of accepted solutions set the difficulty:
@@ -213,19 +219,20 @@ func (d *Door) observe(ev waitroom.Event) {
 	}
 }
 
-// state returns the room's state with a configuration at most configTTL
-// old.
-func (d *Door) state(ctx context.Context, room string, now time.Time) (*roomState, error) {
+// state returns the room's state and its configuration, at most configTTL
+// old. The state's counters are d.mu's; the configuration is immutable.
+func (d *Door) state(ctx context.Context, room string, now time.Time) (*roomState, *roomConf, error) {
 	d.mu.Lock()
 	st := d.rooms[room]
 	if st != nil && st.ok && now.Sub(st.readAt) < configTTL && !now.Before(st.readAt) {
+		conf := st.conf
 		d.mu.Unlock()
-		return st, nil
+		return st, conf, nil
 	}
 	d.mu.Unlock()
 	r, err := d.store.Room(ctx, room)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var keys []ed25519.PublicKey
 	for _, k := range r.InviteKeys {
@@ -242,18 +249,18 @@ func (d *Door) state(ctx context.Context, room string, now time.Time) (*roomStat
 		d.rooms[room] = &roomState{}
 	}
 	st = d.rooms[room]
-	st.cfg, st.keys, st.readAt, st.ok = r.RoomConfig, keys, now, true
-	return st, nil
+	st.conf, st.readAt, st.ok = &roomConf{cfg: r.RoomConfig, keys: keys}, now, true
+	return st, st.conf, nil
 }
 
 // Guarded reports whether room asks anything at its door (invites or a
 // challenge), so callers can skip the door's work for open rooms.
 func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, error) {
-	st, err := d.state(ctx, room, now)
+	_, conf, err := d.state(ctx, room, now)
 	if err != nil {
 		return false, err
 	}
-	return st.cfg.InviteOnly || st.cfg.Challenge != "", nil
+	return conf.cfg.InviteOnly || conf.cfg.Challenge != "", nil
 }
 
 // Admit checks a join's invite and challenge solution (either may be "")
@@ -265,14 +272,14 @@ func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, e
 // CodeChallengeRequired carrying a fresh challenge, or the store's.
 func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, inviteToken, solution string, now time.Time) (waitroom.JoinRequest, error) {
 	req := waitroom.JoinRequest{Key: key}
-	st, err := d.state(ctx, room, now)
+	st, conf, err := d.state(ctx, room, now)
 	if err != nil {
 		return req, err
 	}
-	cfg := st.cfg
+	cfg := conf.cfg
 	invited := false
 	if inviteToken != "" {
-		c, err := invite.Verify(inviteToken, room, now, d.secret, st.keys)
+		c, err := invite.Verify(inviteToken, room, now, d.secret, conf.keys)
 		if err != nil {
 			return req, err
 		}
@@ -298,7 +305,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
 		}
 		s, err := d.issuer.Verify(solution, room, now)
-		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(ctx, room, st, now) {
+		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(ctx, room, st, cfg, now) {
 			err = waitroom.Errorf(waitroom.CodeChallengeExpired, "The line got much busier since this challenge was issued; solve the new one.")
 		}
 		if err != nil {
@@ -323,8 +330,8 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 // difficulty is the maxnumber of a challenge issued now: challenge_min
 // while the room's accepted solutions stay under the calm rate, rising in
 // proportion above it, at most challenge_max (challenge.Difficulty).
-func (d *Door) difficulty(ctx context.Context, room string, st *roomState, now time.Time) int64 {
-	lo, hi := st.cfg.ChallengeMin, st.cfg.ChallengeMax
+func (d *Door) difficulty(ctx context.Context, room string, st *roomState, cfg waitroom.RoomConfig, now time.Time) int64 {
+	lo, hi := cfg.ChallengeMin, cfg.ChallengeMax
 	if lo <= 0 {
 		lo = challenge.DefaultMin
 	}
@@ -357,17 +364,17 @@ func (d *Door) difficulty(ctx context.Context, room string, st *roomState, now t
 // once per ten seconds, so asking cheaply from a few addresses does not
 // raise the difficulty for everyone.
 func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, now time.Time) (challenge.Challenge, error) {
-	st, err := d.state(ctx, room, now)
+	st, conf, err := d.state(ctx, room, now)
 	if err != nil {
 		return challenge.Challenge{}, err
 	}
-	if st.cfg.Challenge != waitroom.ChallengePoW {
+	if conf.cfg.Challenge != waitroom.ChallengePoW {
 		return challenge.Challenge{}, waitroom.Errorf(waitroom.CodeNotFound, "Room %q asks no challenge.", room)
 	}
 	d.mu.Lock()
 	st.ask(client, now)
 	d.mu.Unlock()
-	ch, err := d.issuer.Issue(room, d.difficulty(ctx, room, st, now), now)
+	ch, err := d.issuer.Issue(room, d.difficulty(ctx, room, st, conf.cfg, now), now)
 	if err != nil {
 		return ch, fmt.Errorf("door: issue a challenge: %w", err)
 	}
@@ -379,11 +386,11 @@ func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, no
 // valid until expires. key, when set, is the identity the invite joins
 // with (count must then be 1).
 func (d *Door) Issue(ctx context.Context, room string, count int, tier, key string, uses int, expires time.Time, now time.Time) ([]string, error) {
-	st, err := d.state(ctx, room, now)
+	_, conf, err := d.state(ctx, room, now)
 	if err != nil {
 		return nil, err
 	}
-	if st.cfg.TierIndex(tier) < 0 {
+	if conf.cfg.TierIndex(tier) < 0 {
 		return nil, waitroom.NoTierError(room, tier)
 	}
 	out := make([]string, 0, count)

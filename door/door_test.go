@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +225,51 @@ func TestSharedRate(t *testing.T) {
 	if got := maxNumber(t, d, t0.Add(4*time.Second)); got != 2000 {
 		t.Fatalf("with the shared rate failing: difficulty %d, want the last value's 2000", got)
 	}
+}
+
+// TestConcurrentUse: joins, challenges and configuration changes at once,
+// across cache refreshes, under the race detector.
+func TestConcurrentUse(t *testing.T) {
+	d, s := setup(t, powConfig(1000, 2000))
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			cfg := powConfig(1000, 2000)
+			cfg.InviteOnly = i%2 == 0
+			if _, _, err := s.PutRoom(ctx, "r", cfg, t0.Add(time.Duration(i)*100*time.Millisecond)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				now := t0.Add(time.Duration(i*25+g) * time.Millisecond)
+				a := netip.AddrFrom4([4]byte{10, 0, byte(g), byte(i)})
+				if _, err := d.Challenge(ctx, "r", a, now); err != nil {
+					t.Error(err)
+					return
+				}
+				_, err := d.Admit(ctx, "r", a, "", "", "", now)
+				switch waitroom.ErrorCode(err) {
+				case waitroom.CodeChallengeRequired, waitroom.CodeInviteRequired:
+				default:
+					t.Errorf("Admit without anything: %v, want a door's refusal", err)
+					return
+				}
+				if _, err := d.Guarded(ctx, "r", now); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
 }
