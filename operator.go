@@ -3,10 +3,16 @@ package waitroom
 import "time"
 
 // CheckExtend returns the CodeInvalidRequest error of a Store.Extend whose by
-// no store could accept: outside [1ms, MaxDuration].
+// no store could accept: outside [1ms, MaxDuration], or finer than a
+// millisecond.
 func CheckExtend(by time.Duration) error {
 	if by < time.Millisecond || by > MaxDuration.D() {
 		return Errorf(CodeInvalidRequest, "An extension is between 1ms and %s, not %s.", MaxDuration, by)
+	}
+	if by%time.Millisecond != 0 {
+		// Deadlines are kept to the millisecond: a finer extension would
+		// be cut, and the session extended by less than asked.
+		return Errorf(CodeInvalidRequest, "An extension is a whole number of milliseconds, not %s.", by)
 	}
 	return nil
 }

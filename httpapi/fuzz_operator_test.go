@@ -46,7 +46,7 @@ func FuzzFrontBody(f *testing.F) {
 // changed.
 func FuzzExtendBody(f *testing.F) {
 	for _, s := range []string{"", "{}", `{"by":"1m"}`, `{"by":"0s"}`, `{"by":"-1s"}`, `{"by":"1us"}`, `{"by":60}`, `{"by":"8784h"}`,
-		`{"by":"8785h"}`, `{"by":"1m","reason":"x"}`, `{"by":"1m","reason":1}`, `{"by":null}`, `{"by":"1m"}{}`, "\xff", `{"by":"1h1h1h1h1h"}`} {
+		`{"by":"8785h"}`, `{"by":"1001us"}`, `{"BY":"1.5ms"}`, `{"by":"1m","reason":"x"}`, `{"by":"1m","reason":1}`, `{"by":null}`, `{"by":"1m"}{}`, "\xff", `{"by":"1h1h1h1h1h"}`} {
 		f.Add([]byte(s))
 	}
 	e := newEnv(f)

@@ -63,8 +63,8 @@ func (s *Store) Front(ctx context.Context, name, id string, now time.Time) (wait
 
 // Extend implements waitroom.Store.
 func (s *Store) Extend(ctx context.Context, name, id string, by time.Duration, now time.Time) (waitroom.Session, error) {
-	if by < time.Millisecond || by > waitroom.MaxDuration.D() {
-		return waitroom.Session{}, waitroom.Errorf(waitroom.CodeInvalidRequest, "An extension is between 1ms and %s, not %s.", waitroom.MaxDuration.D(), by)
+	if err := waitroom.CheckExtend(by); err != nil {
+		return waitroom.Session{}, err
 	}
 	// Milliseconds and the nanoseconds past them: Lua numbers are doubles,
 	// exact to 2^53, which a sum of nanoseconds may pass.

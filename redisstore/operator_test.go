@@ -353,28 +353,32 @@ func TestOperatorExtend(t *testing.T) {
 		t.Fatalf("a = %+v; want ended at its max session at +15s", v)
 	}
 
-	// w (admitted at +10s) is extended twice with parts of a millisecond:
-	// they add up exactly, and the deadline rounds up.
-	v, err = s.Extend(ctx, "r", w.ID, 1500*time.Microsecond, at(15000))
-	if err != nil || v.Extended != 1500*time.Microsecond {
-		t.Fatalf("Extend(1.5ms) = %v, %v", v.Extended, err)
+	// w (admitted at +10s): an extension finer than a millisecond is
+	// refused (deadlines are kept to the millisecond in every store), and
+	// two whole ones add up.
+	if _, err := s.Extend(ctx, "r", w.ID, 1500*time.Microsecond, at(15000)); waitroom.ErrorCode(err) != waitroom.CodeInvalidRequest {
+		t.Fatalf("Extend(1.5ms) = %v, want invalid_request", err)
 	}
-	v, err = s.Extend(ctx, "r", w.ID, 2600*time.Microsecond, at(15000))
-	if err != nil || v.Extended != 4100*time.Microsecond {
-		t.Fatalf("Extend(2.6ms) = %v, %v; want 4.1ms", v.Extended, err)
+	v, err = s.Extend(ctx, "r", w.ID, time.Millisecond, at(15000))
+	if err != nil || v.Extended != time.Millisecond {
+		t.Fatalf("Extend(1ms) = %v, %v", v.Extended, err)
+	}
+	v, err = s.Extend(ctx, "r", w.ID, 3*time.Millisecond, at(15000))
+	if err != nil || v.Extended != 4*time.Millisecond {
+		t.Fatalf("Extend(3ms) = %v, %v; want 4ms", v.Extended, err)
 	}
 	for _, ms := range []int64{17000, 19000} {
 		if _, err := s.Heartbeat(ctx, "r", w.ID, at(ms)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.Sweep(ctx, "r", at(20004))
-	if v := read(t, s, w.ID)[0]; v.Status != waitroom.StatusActive || v.Extended != 4100*time.Microsecond {
-		t.Fatalf("w at +20.004s = %+v; want active (due at +20.0041s)", v)
+	s.Sweep(ctx, "r", at(20003))
+	if v := read(t, s, w.ID)[0]; v.Status != waitroom.StatusActive || v.Extended != 4*time.Millisecond {
+		t.Fatalf("w at +20.003s = %+v; want active (due at +20.004s)", v)
 	}
-	s.Sweep(ctx, "r", at(20005))
+	s.Sweep(ctx, "r", at(20004))
 	if v := read(t, s, w.ID)[0]; v.EndReason != waitroom.ReasonMaxSession {
-		t.Fatalf("w at +20.005s = %+v; want ended at its max session", v)
+		t.Fatalf("w at +20.004s = %+v; want ended at its max session", v)
 	}
 
 	// Only an active session is extended, by 1ms to MaxDuration.

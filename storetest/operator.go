@@ -189,7 +189,7 @@ func testExtend(f *fixture) {
 	w := f.join("r", "", at(2*time.Minute))
 	_, err = f.s.Extend(f.ctx, "r", w.ID, sec, at(2*time.Minute))
 	wantCode(f.t, "Extend of a waiting session", err, waitroom.CodeInvalidRequest)
-	for _, by := range []time.Duration{0, -sec, time.Microsecond, waitroom.MaxDuration.D() + sec} {
+	for _, by := range []time.Duration{0, -sec, time.Microsecond, time.Millisecond + time.Microsecond, waitroom.MaxDuration.D() + sec} {
 		_, err = f.s.Extend(f.ctx, "r", s[1].ID, by, at(2*time.Minute))
 		wantCode(f.t, fmt.Sprintf("Extend by %s", by), err, waitroom.CodeInvalidRequest)
 	}
