@@ -42,6 +42,9 @@ func (r *ranks) set(i int, on bool) {
 	}
 }
 
+// get reports whether slot i is set.
+func (r *ranks) get(i int) bool { return r.words[i/64]>>(i%64)&1 == 1 }
+
 // rank returns the number of set slots in 0..i (inclusive).
 func (r *ranks) rank(i int) int64 {
 	w := i / 64

@@ -84,17 +84,15 @@ func (s *Store) Front(ctx context.Context, name, id string, now time.Time) (wait
 			return nil, notWaiting
 		}
 		q := p
-		switch {
-		case p.place < 0:
+		if p.place < 0 {
 			r.lane.remove(tk, p.place)
-		case p.place > 0:
+		} else {
+			// Out of the array (and its tier's line) into the lane.
 			q = new(rec)
 			*q = *p
-			r.line(int(p.tier)).remove(tk)
-			r.unslot(tk, p)
-		default:
-			q = new(rec)
-			*q = *p
+			if p.place > 0 {
+				r.line(int(p.tier)).remove(tk)
+			}
 			r.unslot(tk, p)
 		}
 		r.front--

@@ -35,7 +35,7 @@ func (l *tierLine) add(t, place int64) {
 	l.n++
 }
 
-func (l *tierLine) isOn(i int) bool { return l.on.words[i/64]>>(i%64)&1 == 1 }
+func (l *tierLine) isOn(i int) bool { return l.on.get(i) }
 
 // remove takes ticket t out of the line.
 func (l *tierLine) remove(t int64) {

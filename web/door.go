@@ -126,14 +126,7 @@ func (h *Handler) enter(ctx context.Context, r *http.Request, room, invite, solu
 	if err != nil {
 		return waitroom.Session{}, err
 	}
-	if err := h.joins.Check(ctx, r, room, h.store, t); err != nil {
-		return waitroom.Session{}, err
-	}
-	s, err := h.store.JoinWith(ctx, room, req, t)
-	if err == nil {
-		h.joins.Joined(s, t)
-	}
-	return s, err
+	return h.joinLine(ctx, r, room, req, t)
 }
 
 // client is r's client address: the one the join limit saw (behind its

@@ -365,14 +365,21 @@ func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keep
 	if s, ok, err := h.current(ctx, r, room, keepServed, now); ok || err != nil {
 		return s, false, err
 	}
+	s, err = h.joinLine(ctx, r, room, waitroom.JoinRequest{}, now)
+	return s, err == nil, err
+}
+
+// joinLine makes a new session for req, within the join limits the API
+// shares.
+func (h *Handler) joinLine(ctx context.Context, r *http.Request, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
 	if err := h.joins.Check(ctx, r, room, h.store, now); err != nil {
-		return s, false, err
+		return waitroom.Session{}, err
 	}
-	s, err = h.store.Join(ctx, room, "", now)
+	s, err := h.store.JoinWith(ctx, room, req, now)
 	if err == nil {
 		h.joins.Joined(s, now)
 	}
-	return s, err == nil, err
+	return s, err
 }
 
 // current returns the session named by the room's cookie while it is live
