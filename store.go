@@ -294,6 +294,15 @@ type Event struct {
 	Draw *DrawState
 	// Uses lists the token uses a join spent, for durable stores to keep.
 	Uses []TokenUse
+	// PausedBefore is whether the room was paused before a config event
+	// (false for a room it created), so consumers see pause and resume.
+	PausedBefore bool
+	// SoldOut is set on the event of the change that sold the room's
+	// inventory out (everything sold, none before).
+	SoldOut bool
+	// DrawDone is set on the event of the change that completed the
+	// room's draw.
+	DrawDone bool
 	// Remote is set on events that another process made (shared backends).
 	// A Remote event with no Changes is a resynchronisation hint, sent when
 	// a shared store reconnects or first notices a room: something may

@@ -104,6 +104,8 @@ type room struct {
 
 	// ev collects the current operation's changes when events are wanted.
 	ev *waitroom.Event
+	// wasSoldOut is whether the room was sold out when ev began.
+	wasSoldOut bool
 }
 
 func newRoom(name string, cfg waitroom.RoomConfig, lastTicket int64, keepHistory int) *room {

@@ -224,6 +224,7 @@ func (r *room) drawIfDue(now int64) {
 	s.pre, s.preKey, s.keys, s.nPre = nil, nil, nil, 0
 	if r.ev != nil {
 		r.ev.Draw = s.state()
+		r.ev.DrawDone = true
 	}
 }
 

@@ -70,6 +70,11 @@ type Store struct {
 	failed atomic.Pointer[error] // set when the journal fails: memory no longer matches disk
 	closed atomic.Bool
 
+	// The webhook outbox (hooks.go); hooked is set once a webhook exists.
+	hooksOnce sync.Once
+	hooks     *hookState
+	hooked    atomic.Bool
+
 	// The console's ledger (audit log, stats, sign-ins); see ledger.go.
 	ledgerOnce sync.Once
 	ledger     *ledgerState
@@ -137,11 +142,12 @@ func (s *Store) get(name string) (*room, error) {
 
 // begin starts collecting an event for the operation, when anyone wants it.
 func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
-	if s.journal == nil && s.nSubs.Load() == 0 {
+	if s.journal == nil && s.nSubs.Load() == 0 && !s.hooked.Load() {
 		r.ev = nil
 		return
 	}
-	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now)}
+	r.ev = &waitroom.Event{Room: r.name, Kind: kind, At: tm(now), PausedBefore: r.cfg.Paused}
+	r.wasSoldOut = r.soldOut()
 }
 
 // commit finishes the operation's event while the room is still locked and
@@ -154,11 +160,13 @@ func (s *Store) commit(r *room) (after func() error) {
 	// still goes out: durable stores keep the draw from it; so does one
 	// that took units (the units sold count changes only with those, or
 	// in a config event).
-	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0) {
+	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0 && !(r.soldOut() && !r.wasSoldOut)) {
 		return r.barrier()
 	}
 	ev.Waiting, ev.Active, ev.LastTicket = r.nWaiting, len(r.active), r.lastTicket
 	ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold = r.admissions, r.inversions, r.maxAdmitted, r.sold
+	ev.SoldOut = !r.wasSoldOut && r.soldOut()
+	s.recordHooks(ev)
 	var wait func() error
 	if s.journal != nil {
 		wait = s.journal.Append(ev)
@@ -246,6 +254,9 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 		r.fillBucket()
 	}
 	s.begin(r, waitroom.EventConfig, t)
+	if created && r.ev != nil {
+		r.ev.PausedBefore = false
+	}
 	r.settle(t)
 	if err := firstErr(r.checkSchedule(cfg), r.checkStock(cfg), r.refusesTiers(cfg)); err != nil {
 		if r.ev != nil {
