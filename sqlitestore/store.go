@@ -45,6 +45,8 @@ type Store struct {
 	closeErr error
 	// ledgerConn is the console ledger's own write handle (see ledger.go).
 	ledgerConn ledgerConn
+	// hooksConn is the webhook outbox's own write handle (see hooks.go).
+	hooksConn ledgerConn
 }
 
 var _ waitroom.Store = (*Store)(nil)
@@ -125,6 +127,10 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	if err := createLedger(ctx, s.wdb); err != nil {
 		return err
 	}
+	hooks, lastMessage, err := loadHooks(ctx, s.wdb)
+	if err != nil {
+		return err
+	}
 	s.rdb, err = sql.Open("sqlite", dsn(path, "busy_timeout(10000)", "query_only(1)"))
 	if err != nil {
 		return err
@@ -143,6 +149,8 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 		conn.Close()
 		return err
 	}
+	s.w.hooks.subs.Store(&hooks)
+	s.w.mid, s.w.midWritten = lastMessage, lastMessage
 	// The journal is attached after loading: restoring writes nothing.
 	memstore.WithJournal(s.w)(mem)
 	s.Store = mem
@@ -309,7 +317,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.Store.Close()
 		s.w.close()
-		s.closeErr = errors.Join(s.closeLedger(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
+		s.closeErr = errors.Join(s.closeLedger(), s.closeHooks(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
 		s.release()
 	})
 	return s.closeErr

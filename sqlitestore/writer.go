@@ -53,6 +53,12 @@ type writer struct {
 	// ones (by the holder of the right to commit only).
 	uses int
 
+	// hooks is each room's webhooks; mid is the last webhook message
+	// number given and midWritten the last on disk (both by the holder
+	// of the right to commit only).
+	hooks           hookRegistry
+	mid, midWritten int64
+
 	mu       sync.Mutex
 	cur      *batch // gathering
 	inflight *batch // being committed, or nil
@@ -100,6 +106,13 @@ var statements = map[string]string{
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), counted: make(map[string][4]int64), cur: newBatch()}
+	for name, q := range hookStatements {
+		st, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", name, err)
+		}
+		w.stmts[name] = st
+	}
 	for name, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -197,6 +210,9 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 		if err := w.event(ctx, ev); err != nil {
 			return fmt.Errorf("write %s event of room %q: %w", ev.Kind, ev.Room, err)
 		}
+		if err := w.outbox(ctx, ev); err != nil {
+			return fmt.Errorf("write the webhook deliveries of room %q: %w", ev.Room, err)
+		}
 		if ev.LastTicket > last[ev.Room] {
 			last[ev.Room] = ev.LastTicket
 		}
@@ -228,9 +244,15 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 			return fmt.Errorf("write last ticket of room %q: %w", room, err)
 		}
 	}
+	if w.mid != w.midWritten {
+		if _, err := w.stmts["putSeq"].ExecContext(ctx, w.mid); err != nil {
+			return fmt.Errorf("write the last webhook message number: %w", err)
+		}
+	}
 	if _, err := w.stmts["commit"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	w.midWritten = w.mid
 	for room, c := range written { // only once they are on disk
 		w.counted[room] = c
 	}
