@@ -9,6 +9,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/vbauerster/mpb/v8 v8.9.3
 	modernc.org/sqlite v1.61.1
 	pgregory.net/rapid v1.3.0

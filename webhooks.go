@@ -331,10 +331,12 @@ type Hooks interface {
 	// HookRooms lists the rooms that have webhooks.
 	HookRooms(ctx context.Context) ([]string, error)
 
-	// ClaimDeliveries returns up to n of room's pending deliveries that
-	// are due at now, oldest first, each claimed until now+lease: no
-	// other claim returns it before then unless it is settled.
-	ClaimDeliveries(ctx context.Context, room string, now time.Time, lease time.Duration, n int) ([]Delivery, error)
+	// ClaimDeliveries returns up to n of room's pending deliveries to
+	// webhook hook ("" for any) that are due at now, oldest first, each
+	// claimed until now+lease: no other claim returns it before then
+	// unless it is settled. Deliverers claim per webhook, so a slow
+	// endpoint's backlog never takes the claims of the others.
+	ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]Delivery, error)
 
 	// SettleDeliveries records outcomes of claimed deliveries of room:
 	// delivered ones leave the outbox, failed ones wait until their Next,

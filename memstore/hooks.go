@@ -180,7 +180,7 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 }
 
 // ClaimDeliveries implements waitroom.Hooks.
-func (s *Store) ClaimDeliveries(ctx context.Context, room string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, room string, now time.Time,
 	t := now.UnixNano()
 	var due []*task
 	for _, tk := range rh.pending {
-		if max(tk.d.NextAt.UnixNano(), tk.until) <= t {
+		if max(tk.d.NextAt.UnixNano(), tk.until) <= t && (hook == "" || tk.d.Hook == hook) {
 			due = append(due, tk)
 		}
 	}

@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS hook_tasks (
 	PRIMARY KEY (room, hook, mid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS hook_tasks_due ON hook_tasks (room, dead_at, next_at, mid);
+CREATE INDEX IF NOT EXISTS hook_tasks_hook_due ON hook_tasks (room, hook, dead_at, next_at, mid);
 
 CREATE TABLE IF NOT EXISTS hook_stats (
 	room          TEXT NOT NULL,
@@ -411,7 +412,7 @@ func scanTask(room string, sc interface{ Scan(...any) error }) (waitroom.Deliver
 }
 
 // ClaimDeliveries implements waitroom.Hooks.
-func (s *Store) ClaimDeliveries(ctx context.Context, room string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
 	if n <= 0 || len(s.w.hooks.get(room)) == 0 {
 		if err := s.Store.Ping(ctx); err != nil {
 			return nil, err
@@ -420,8 +421,13 @@ func (s *Store) ClaimDeliveries(ctx context.Context, room string, now time.Time,
 	}
 	var out []waitroom.Delivery
 	err := s.hooksTx(ctx, "claim deliveries", func(c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, `SELECT `+taskColumns+` FROM hook_tasks WHERE room = ? AND dead_at = 0 AND next_at <= ? ORDER BY next_at, mid, hook LIMIT ?`,
-			room, now.UnixMilli(), n)
+		q := `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND dead_at = 0 AND next_at <= ? ORDER BY next_at, mid, hook LIMIT ?`
+		args := []any{room, now.UnixMilli(), n}
+		if hook != "" {
+			q = `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND hook = ? AND dead_at = 0 AND next_at <= ? ORDER BY next_at, mid LIMIT ?`
+			args = []any{room, hook, now.UnixMilli(), n}
+		}
+		rows, err := c.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func (f *fixture) putHook(h waitroom.Webhook, now time.Time) waitroom.Webhook {
 // claim claims up to 1,000 deliveries due at now with a 10s lease.
 func (f *fixture) claim(room string, now time.Time) []waitroom.Delivery {
 	f.t.Helper()
-	ds, err := f.hooks().ClaimDeliveries(f.ctx, room, now, 10*sec, 1000)
+	ds, err := f.hooks().ClaimDeliveries(f.ctx, room, "", now, 10*sec, 1000)
 	if err != nil {
 		f.t.Fatalf("ClaimDeliveries(%s, %s) error = %v", room, rel(now), err)
 	}
@@ -155,7 +155,12 @@ func testHooksOutbox(f *fixture) {
 	if ds := f.claim("r", at(2*sec)); len(ds) != 0 {
 		f.t.Fatalf("claim at base+2s: %d deliveries of changes at 3s and 4s, want none due", len(ds))
 	}
-	ds := f.claim("r", at(5*sec))
+	// Claimed per webhook: the one named only.
+	ends, err := f.hooks().ClaimDeliveries(f.ctx, "r", "ends", at(5*sec), 10*sec, 1000)
+	if err != nil || len(ends) != 1 || ends[0].Hook != "ends" || ends[0].Message.Type != waitroom.HookSessionEnded {
+		f.t.Fatalf("claim of webhook ends = %+v, %v; want its one session.ended", ends, err)
+	}
+	ds := append(f.claim("r", at(5*sec)), ends...)
 	want := map[string][]string{
 		"all": {
 			fmt.Sprintf("session.joined %d", s2.Ticket), fmt.Sprintf("session.admitted %d", s2.Ticket),
@@ -251,7 +256,7 @@ func testHooksClaimLease(f *fixture) {
 	f.putHook(hook("r", "a", waitroom.HookSessionJoined), at(0))
 	f.joinN("r", 3, at(sec))
 	h := f.hooks()
-	first, err := h.ClaimDeliveries(f.ctx, "r", at(2*sec), 10*sec, 2)
+	first, err := h.ClaimDeliveries(f.ctx, "r", "", at(2*sec), 10*sec, 2)
 	if err != nil || len(first) != 2 {
 		f.t.Fatalf("claim of 2 = %d, %v", len(first), err)
 	}
@@ -386,7 +391,7 @@ func testHooksConcurrentClaims(f *fixture) {
 		go func() {
 			defer wg.Done()
 			for {
-				ds, err := f.hooks().ClaimDeliveries(f.ctx, "r", at(2*sec), time.Minute, 7)
+				ds, err := f.hooks().ClaimDeliveries(f.ctx, "r", "", at(2*sec), time.Minute, 7)
 				if err != nil || len(ds) == 0 {
 					return
 				}
