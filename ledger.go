@@ -102,6 +102,8 @@ const (
 	AuditRevoke    = "revoke"
 	AuditDelete    = "delete"
 	AuditInvites   = "invites"
+	AuditWebhook   = "webhook" // a webhook made, replaced or deleted
+	AuditReplay    = "replay"  // dead letters sent again
 )
 
 // Audit entry limits.
@@ -115,7 +117,7 @@ const (
 func ValidAuditAction(a string) bool {
 	switch a {
 	case AuditPause, AuditResume, AuditConfig, AuditAdvance, AuditInventory,
-		AuditQueueAll, AuditFront, AuditExtend, AuditRevoke, AuditDelete, AuditInvites:
+		AuditQueueAll, AuditFront, AuditExtend, AuditRevoke, AuditDelete, AuditInvites, AuditWebhook, AuditReplay:
 		return true
 	}
 	return false

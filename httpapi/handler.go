@@ -102,6 +102,14 @@ type Config struct {
 	// store must share the secret, so `waitroom serve` passes its own.
 	Door *door.Door
 
+	// AllowPrivateWebhooks lets webhooks point at loopback and private
+	// addresses (serve --webhook-allow-private); off, such URLs are
+	// refused with 400 (SSRF).
+	AllowPrivateWebhooks bool
+	// OnWebhooks, when set, is told when deliveries may have become due
+	// outside a store change (a replay), to wake the deliverer.
+	OnWebhooks func()
+
 	// MemoryGuard, when set, makes joins answer 503 room_full while the
 	// process uses more memory than its limit (limit.NewMemoryGuard); nil
 	// means no guard. Existing sessions keep being served.
@@ -123,7 +131,11 @@ type server struct {
 	console  Authorizer
 	ledger   waitroom.Ledger
 	onAudit  func(waitroom.AuditEntry)
-	stats    *roomstats.Recorder
+	// allowPrivateHooks and onHooks: Config's AllowPrivateWebhooks and
+	// OnWebhooks.
+	allowPrivateHooks bool
+	onHooks           func()
+	stats             *roomstats.Recorder
 	// joins is the check a new session goes through (rate, memory, cap).
 	joins   *limit.Joins
 	mux     *http.ServeMux
@@ -169,22 +181,24 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
-		proxies:    cfg.TrustedProxies,
-		door:       cfg.Door,
-		hub:        cfg.Hub,
-		fill:       cfg.Fill,
-		beat:       cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
-		maxStreams: int64(max(cfg.MaxStreams, 0)),
-		presence:   cfg.StreamPresence,
-		store:      cfg.Store,
-		clock:      cfg.Clock,
-		log:        cfg.Logger,
-		admin:      newAdminToken(cfg.AdminToken),
-		console:    cfg.Console,
-		ledger:     cfg.Ledger,
-		onAudit:    cfg.OnAudit,
-		stats:      cfg.Stats,
-		mux:        http.NewServeMux(),
+		proxies:           cfg.TrustedProxies,
+		door:              cfg.Door,
+		hub:               cfg.Hub,
+		fill:              cfg.Fill,
+		beat:              cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
+		maxStreams:        int64(max(cfg.MaxStreams, 0)),
+		presence:          cfg.StreamPresence,
+		store:             cfg.Store,
+		clock:             cfg.Clock,
+		log:               cfg.Logger,
+		admin:             newAdminToken(cfg.AdminToken),
+		console:           cfg.Console,
+		ledger:            cfg.Ledger,
+		onAudit:           cfg.OnAudit,
+		allowPrivateHooks: cfg.AllowPrivateWebhooks,
+		onHooks:           cfg.OnWebhooks,
+		stats:             cfg.Stats,
+		mux:               http.NewServeMux(),
 		metrics: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			// One failing collector must not hide every other metric.
 			ErrorHandling: promhttp.ContinueOnError,

@@ -36,6 +36,12 @@ func (s *server) routes() {
 	m.Handle("GET /v1/stats", s.adminOnly(s.overview))
 	m.Handle("GET /v1/rooms/{room}/stats", s.adminOnly(s.roomStats))
 	m.Handle("GET /v1/rooms/{room}/admin-events", s.adminOnly(s.adminEvents))
+	m.Handle("PUT /v1/rooms/{room}/webhooks/{name}", s.adminOnly(s.putWebhook))
+	m.Handle("GET /v1/rooms/{room}/webhooks", s.adminOnly(s.listWebhooks))
+	m.Handle("GET /v1/rooms/{room}/webhooks/{name}", s.adminOnly(s.getWebhook))
+	m.Handle("DELETE /v1/rooms/{room}/webhooks/{name}", s.adminOnly(s.deleteWebhook))
+	m.Handle("GET /v1/rooms/{room}/dead-letters", s.adminOnly(s.deadLetters))
+	m.Handle("POST /v1/rooms/{room}/dead-letters/replay", s.adminOnly(s.replay))
 
 	// Operations.
 	m.Handle("GET /healthz", s.api(s.healthz))

@@ -257,6 +257,12 @@ func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page
 	if err := s.usable(); err != nil {
 		return nil, "", err
 	}
+	var c deadCursor
+	if page.After != "" {
+		if _, err := fmt.Sscanf(page.After, "%d.%d.%s", &c.at, &c.seq, &c.hook); err != nil {
+			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "Cursor %q is not one this listing gave.", page.After)
+		}
+	}
 	h := s.hookState()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -271,10 +277,6 @@ func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page
 	slices.SortFunc(all, func(a, b *task) int { return deadOrder(b).cmp(deadOrder(a)) })
 	start := 0
 	if page.After != "" {
-		var c deadCursor
-		if _, err := fmt.Sscanf(page.After, "%d.%d.%s", &c.at, &c.seq, &c.hook); err != nil {
-			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "Cursor %q is not one this listing gave.", page.After)
-		}
 		start, _ = slices.BinarySearchFunc(all, c, func(t *task, c deadCursor) int { return c.cmp(deadOrder(t)) })
 		if start < len(all) && deadOrder(all[start]) == c {
 			start++

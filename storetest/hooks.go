@@ -135,6 +135,8 @@ func testHooksPutListDelete(f *fixture) {
 	if rooms, _ := h.HookRooms(f.ctx); len(rooms) != 0 {
 		f.t.Fatalf("HookRooms after deleting every webhook = %v, want none", rooms)
 	}
+	_, _, err = h.DeadLetters(f.ctx, "r", waitroom.Page{After: "not a cursor"})
+	wantCode(f.t, "DeadLetters with a bad cursor", err, waitroom.CodeInvalidRequest)
 	if list, err := h.Webhooks(f.ctx, "unknown"); err != nil || len(list) != 0 {
 		f.t.Fatalf("Webhooks of an unknown room = %v, %v; want none", list, err)
 	}

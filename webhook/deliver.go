@@ -59,13 +59,15 @@ type Counts struct {
 // share one outbox: claims are leases, so each delivery is tried by one
 // at a time. It is safe for concurrent use.
 type Deliverer struct {
-	o      Options
-	kick   chan struct{}
-	sem    chan struct{}
-	mu     sync.Mutex
-	perHk  map[string]int // tries in flight by room/webhook
-	hooks  map[string]hookCache
-	outs   chan outcome
+	o     Options
+	kick  chan struct{}
+	sem   chan struct{}
+	mu    sync.Mutex
+	perHk map[string]int // tries in flight by room/webhook
+	hooks map[string]hookCache
+	outs  chan outcome
+	// rooms is the rooms with webhooks as of the last round, for Notify.
+	rooms  atomic.Pointer[map[string]struct{}]
 	counts struct{ delivered, failed, dead atomic.Int64 }
 }
 
@@ -155,6 +157,17 @@ func (d *Deliverer) Kick() {
 	}
 }
 
+// Notify is a store subscriber (waitroom.Store.Subscribe): it kicks the
+// deliverer when ev is of a room that had webhooks at the last round, and
+// costs a map read otherwise.
+func (d *Deliverer) Notify(ev waitroom.Event) {
+	if m := d.rooms.Load(); m != nil {
+		if _, ok := (*m)[ev.Room]; ok {
+			d.Kick()
+		}
+	}
+}
+
 // Counts reports what the deliverer did.
 func (d *Deliverer) Counts() Counts {
 	return Counts{d.counts.delivered.Load(), d.counts.failed.Load(), d.counts.dead.Load()}
@@ -200,6 +213,11 @@ func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup) bool {
 		}
 		return false
 	}
+	set := make(map[string]struct{}, len(rooms))
+	for _, r := range rooms {
+		set[r] = struct{}{}
+	}
+	d.rooms.Store(&set)
 	full := false
 	for _, room := range rooms {
 		now := d.o.Clock.Now()

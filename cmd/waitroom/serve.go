@@ -94,6 +94,9 @@ type serveConfig struct {
 	publicURL string
 	passAlg   string
 	passKeys  string
+	// Webhooks (package webhook).
+	webhookPrivate bool
+	webhookLease   string
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -129,6 +132,8 @@ func (c *serveConfig) flags() []serveFlag {
 		{"public-url", "WAITROOM_PUBLIC_URL", "", "`URL` (scheme://host[:port]) where browsers reach waitroom's pages, for the\nredirects of forward-auth; empty: the host of the gated request", &c.publicURL, nil},
 		{"pass-alg", "WAITROOM_PASS_ALG", gate.AlgEdDSA, "signing `algorithm` of passes: EdDSA (Ed25519, public keys at\n/.well-known/jwks.json) or HS256 (a shared secret, nothing published)", &c.passAlg, nil},
 		{"pass-keys", "WAITROOM_PASS_KEYS", "", "`folder` of pass signing keys, generated on first start; empty: <data>/keys", &c.passKeys, nil},
+		{"webhook-allow-private", "WAITROOM_WEBHOOK_ALLOW_PRIVATE", "", "let webhooks reach loopback and private-network addresses (off: such URLs\nare refused, and so is any name that resolves to one: SSRF)", nil, &c.webhookPrivate},
+		{"webhook-lease", "WAITROOM_WEBHOOK_LEASE", "30s", "how long a process holds a webhook delivery it is trying before another may\ntake it over (a Go `duration`, 3s to 10m; each try may take a third of it)", &c.webhookLease, nil},
 		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
@@ -209,6 +214,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if d, err := time.ParseDuration(c.failOpenAfter); err != nil || d <= 0 {
 		return c, badUsage(fs, "--fail-open-after must be a positive duration such as 10s, not %q", c.failOpenAfter)
+	}
+	if d, err := time.ParseDuration(c.webhookLease); err != nil || d < 3*time.Second || d > 10*time.Minute {
+		return c, badUsage(fs, "--webhook-lease must be a duration from 3s to 10m such as 30s, not %q", c.webhookLease)
 	}
 	if c.passAlg != gate.AlgEdDSA && c.passAlg != gate.AlgHS256 {
 		return c, badUsage(fs, "--pass-alg must be EdDSA or HS256, not %q", c.passAlg)
@@ -334,6 +342,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		sweeping.Wait()
 	}()
 
+	// The webhook deliverer, like the sweeper, outlives ctx until the
+	// HTTP server has drained.
+	kickHooks, stopHooks := startWebhooks(sweepCtx, store, cfg, clock, logger)
+	defer stopHooks()
+
 	// The outage monitor pings the store; under the open policy the pages
 	// let visitors through once it has been unreachable for a while.
 	lim, _ := cfg.limits()                            // checked by parseServe
@@ -429,22 +442,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		consoleAuth = cons
 	}
 	handler := httpapi.NewHandler(httpapi.Config{
-		Ledger:             ledger,
-		Stats:              stats,
-		Console:            consoleAuth,
-		JoinLimit:          lim.rate,
-		TrustedProxies:     lim.proxies,
-		MaxSessionsPerRoom: lim.maxSessions,
-		MaxStreams:         maxStreams(cfg.maxConns),
-		MemoryGuard:        lim.memory,
-		Store:              store,
-		AdminToken:         token,
-		Clock:              clock,
-		Logger:             logger,
-		Registry:           reg,
-		Hub:                hub,
-		Fill:               fill,
-		Door:               dr,
+		Ledger:               ledger,
+		Stats:                stats,
+		Console:              consoleAuth,
+		JoinLimit:            lim.rate,
+		TrustedProxies:       lim.proxies,
+		MaxSessionsPerRoom:   lim.maxSessions,
+		MaxStreams:           maxStreams(cfg.maxConns),
+		MemoryGuard:          lim.memory,
+		Store:                store,
+		AdminToken:           token,
+		Clock:                clock,
+		Logger:               logger,
+		Registry:             reg,
+		Hub:                  hub,
+		Fill:                 fill,
+		Door:                 dr,
+		AllowPrivateWebhooks: cfg.webhookPrivate,
+		OnWebhooks:           kickHooks,
 	})
 	// The waiting page, its scripts and the demo live next to the API: the
 	// web handler takes its own prefixes, the API everything else.
