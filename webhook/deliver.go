@@ -138,15 +138,20 @@ func NewClient(allowPrivate bool) *http.Client {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// DefaultBackoff waits 1s after the first failure, doubling up to an
-// hour, each delay drawn from its upper half (jitter, so endpoints that
-// failed together are not retried together).
-func DefaultBackoff(n int) time.Duration {
-	d := time.Hour
-	if n < 13 {
-		d = min(time.Hour, time.Second<<(n-1))
+// DefaultBackoff is Backoff(time.Second, time.Hour).
+var DefaultBackoff = Backoff(time.Second, time.Hour)
+
+// Backoff waits first after the first failure, doubling up to most, each
+// delay drawn from its upper half (jitter, so deliveries that failed
+// together are not retried together).
+func Backoff(first, most time.Duration) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		d := most
+		if n < 40 && first<<(n-1) > 0 {
+			d = min(most, first<<(n-1))
+		}
+		return d/2 + rand.N(d/2+1)
 	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // Kick tells the deliverer that the outbox may have something new.

@@ -97,6 +97,7 @@ type serveConfig struct {
 	// Webhooks (package webhook).
 	webhookPrivate bool
 	webhookLease   string
+	webhookBackoff string
 }
 
 // serveFlag describes one flag of serve and the environment variable that
@@ -134,6 +135,7 @@ func (c *serveConfig) flags() []serveFlag {
 		{"pass-keys", "WAITROOM_PASS_KEYS", "", "`folder` of pass signing keys, generated on first start; empty: <data>/keys", &c.passKeys, nil},
 		{"webhook-allow-private", "WAITROOM_WEBHOOK_ALLOW_PRIVATE", "", "let webhooks reach loopback and private-network addresses (off: such URLs\nare refused, and so is any name that resolves to one: SSRF)", nil, &c.webhookPrivate},
 		{"webhook-lease", "WAITROOM_WEBHOOK_LEASE", "30s", "how long a process holds a webhook delivery it is trying before another may\ntake it over (a Go `duration`, 3s to 10m; each try may take a third of it)", &c.webhookLease, nil},
+		{"webhook-backoff-max", "WAITROOM_WEBHOOK_BACKOFF_MAX", "1h", "longest wait between two tries of a failing webhook delivery (a Go `duration`,\n100ms to 24h); the waits start at 1s and double, with jitter, for up to 24 hours", &c.webhookBackoff, nil},
 		{"demo", "WAITROOM_DEMO", "", "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app", nil, &c.demo},
 	}
 }
@@ -217,6 +219,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if d, err := time.ParseDuration(c.webhookLease); err != nil || d < 3*time.Second || d > 10*time.Minute {
 		return c, badUsage(fs, "--webhook-lease must be a duration from 3s to 10m such as 30s, not %q", c.webhookLease)
+	}
+	if d, err := time.ParseDuration(c.webhookBackoff); err != nil || d < 100*time.Millisecond || d > 24*time.Hour {
+		return c, badUsage(fs, "--webhook-backoff-max must be a duration from 100ms to 24h such as 1h, not %q", c.webhookBackoff)
 	}
 	if c.passAlg != gate.AlgEdDSA && c.passAlg != gate.AlgHS256 {
 		return c, badUsage(fs, "--pass-alg must be EdDSA or HS256, not %q", c.passAlg)

@@ -20,9 +20,10 @@ func startWebhooks(ctx context.Context, store waitroom.Store, cfg serveConfig, c
 	if !ok {
 		return func() {}, func() {}
 	}
-	lease, _ := time.ParseDuration(cfg.webhookLease) // checked by parseServe
+	lease, _ := time.ParseDuration(cfg.webhookLease)  // checked by parseServe
+	most, _ := time.ParseDuration(cfg.webhookBackoff) // checked by parseServe
 	d := webhook.New(webhook.Options{Store: hooks, AllowPrivate: cfg.webhookPrivate, Clock: clock,
-		Lease: lease, Timeout: min(10*time.Second, lease/3), Logger: logger})
+		Lease: lease, Timeout: min(10*time.Second, lease/3), Backoff: webhook.Backoff(time.Second, most), Logger: logger})
 	cancelSub := store.Subscribe(d.Notify)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
