@@ -16,7 +16,10 @@
 //   - redisstore against the seed's Redis command sequence at 64 and 256
 //     concurrent callers, on a redis-server the suite starts itself;
 //   - the draw of a scheduled room with 100,000 entrants, on the embedded
-//     store and on Redis, against writing as many rows or members bare.
+//     store and on Redis, against writing as many rows or members bare;
+//   - HTTP durable joins into a room with a webhook whose endpoint is slow,
+//     failing or healthy, against joins into a room without webhooks on
+//     the same server (delivery must not slow admission).
 //
 // Subject and baseline are measured in the same run, interleaved in rounds,
 // so a machine that slows down mid-run slows both.
@@ -70,7 +73,7 @@ type Options struct {
 }
 
 // Groups are the groups of rows, in the order a run measures them.
-var Groups = []string{"engine", "durable", "http", "redis", "draw"}
+var Groups = []string{"engine", "durable", "http", "redis", "draw", "webhooks"}
 
 func (o *Options) wants(group string) bool {
 	return len(o.Only) == 0 || slices.Contains(o.Only, group)
@@ -202,10 +205,11 @@ func Run(ctx context.Context, opt Options) (*Table, error) {
 			}
 			return nil // added size by size, so progress shows each
 		},
-		"durable": func() []Row { return durableRows(ctx, opt, opt.Dir) },
-		"http":    func() []Row { return httpRows(ctx, opt, opt.Dir) },
-		"redis":   func() []Row { return redisRows(ctx, opt, opt.Dir) },
-		"draw":    func() []Row { return drawRows(ctx, opt, opt.Dir) },
+		"durable":  func() []Row { return durableRows(ctx, opt, opt.Dir) },
+		"http":     func() []Row { return httpRows(ctx, opt, opt.Dir) },
+		"redis":    func() []Row { return redisRows(ctx, opt, opt.Dir) },
+		"draw":     func() []Row { return drawRows(ctx, opt, opt.Dir) },
+		"webhooks": func() []Row { return webhookRows(ctx, opt, opt.Dir) },
 	}
 	for _, g := range Groups {
 		if !opt.wants(g) {
