@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Webhook event types. Each is what one store change, or one part of it,
@@ -190,6 +192,107 @@ type HookSession struct {
 	Entry    string     `json:"entry,omitempty"`
 }
 
+// appendJSON appends d as encoding/json encodes it (HookSession's
+// fields in order, empty ones left out as tagged).
+func (d HookSession) appendJSON(b []byte) []byte {
+	b = append(b, `{"room":`...)
+	b = appendJSONString(b, d.Room)
+	b = append(b, `,"session":`...)
+	b = appendJSONString(b, d.Session)
+	if d.Ticket != 0 {
+		b = append(b, `,"ticket":`...)
+		b = strconv.AppendInt(b, d.Ticket, 10)
+	}
+	if d.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, d.Key)
+	}
+	if d.Tier != "" {
+		b = append(b, `,"tier":`...)
+		b = appendJSONString(b, d.Tier)
+	}
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, string(d.Status))
+	if d.From != "" {
+		b = append(b, `,"from":`...)
+		b = appendJSONString(b, string(d.From))
+	}
+	if d.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, string(d.Reason))
+	}
+	b = append(b, `,"joined_at":`...)
+	b = appendJSONTime(b, d.JoinedAt)
+	if d.Admitted != nil {
+		b = append(b, `,"admitted_at":`...)
+		b = appendJSONTime(b, *d.Admitted)
+	}
+	if d.EndedAt != nil {
+		b = append(b, `,"ended_at":`...)
+		b = appendJSONTime(b, *d.EndedAt)
+	}
+	b = append(b, `,"waiting":`...)
+	b = strconv.AppendInt(b, int64(d.Waiting), 10)
+	b = append(b, `,"active":`...)
+	b = strconv.AppendInt(b, int64(d.Active), 10)
+	if d.Entry != "" {
+		b = append(b, `,"entry":`...)
+		b = appendJSONString(b, d.Entry)
+	}
+	return append(b, '}')
+}
+
+// appendJSONTime appends t as encoding/json does (RFC 3339 with
+// nanoseconds, quoted).
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it, with its
+// HTML escaping and invalid UTF-8 replaced.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
 // HookRoom is the data of a room.* and draw.* event.
 type HookRoom struct {
 	Room       string `json:"room"`
@@ -213,6 +316,7 @@ func HookMessages(e Event) []HookMessage {
 		b, _ := json.Marshal(v)
 		out = append(out, HookMessage{Type: typ, At: e.At, Data: b})
 	}
+	var buf []byte
 	for _, c := range e.Changes {
 		s := c.Session
 		if c.From == s.Status {
@@ -229,14 +333,18 @@ func HookMessages(e Event) []HookMessage {
 			d.EndedAt = &t
 		}
 		d.Entry = s.Entry
+		// Encoded by hand: json.Marshal's reflection was most of what an
+		// outbox write cost a join.
+		buf = d.appendJSON(buf[:0])
+		data := json.RawMessage(string(buf))
 		if c.From == "" {
-			add(HookSessionJoined, d)
+			out = append(out, HookMessage{Type: HookSessionJoined, At: e.At, Data: data})
 		}
 		switch {
 		case s.Status == StatusActive:
-			add(HookSessionAdmitted, d)
+			out = append(out, HookMessage{Type: HookSessionAdmitted, At: e.At, Data: data})
 		case s.Status.Final():
-			add(HookSessionEnded, d)
+			out = append(out, HookMessage{Type: HookSessionEnded, At: e.At, Data: data})
 		}
 	}
 	room := func() HookRoom {
@@ -275,6 +383,18 @@ type Delivery struct {
 	LastError string `json:"last_error,omitempty"`
 	// DeadAt is when it was given up on (a dead letter), or zero.
 	DeadAt time.Time `json:"dead_at,omitzero"`
+	// Replayed is when it was last replayed from the dead letters, or
+	// zero: its retry window starts then, not at its event.
+	Replayed time.Time `json:"replayed_at,omitzero"`
+}
+
+// RetrySince is when d's retry window began: its event, or its last
+// replay.
+func (d Delivery) RetrySince() time.Time {
+	if d.Replayed.After(d.Message.At) {
+		return d.Replayed
+	}
+	return d.Message.At
 }
 
 // DeliveryOutcome is the result of one try of a claimed delivery.
@@ -349,7 +469,7 @@ type Hooks interface {
 	DeadLetters(ctx context.Context, room string, page Page) ([]Delivery, string, error)
 
 	// ReplayDeadLetters makes dead letters of room pending again, due at
-	// now with their attempts counted afresh: those of ids (message IDs),
+	// now with their attempts counted afresh and Replayed now: those of ids (message IDs),
 	// or all of them when ids is empty. It returns how many.
 	ReplayDeadLetters(ctx context.Context, room string, ids []string, now time.Time) (int, error)
 

@@ -326,7 +326,7 @@ func (s *Store) ReplayDeadLetters(ctx context.Context, room string, ids []string
 			continue
 		}
 		delete(rh.dead, k)
-		tk.d.Attempts, tk.d.DeadAt, tk.d.NextAt, tk.d.LastError = 0, time.Time{}, now.UTC(), ""
+		tk.d.Attempts, tk.d.DeadAt, tk.d.NextAt, tk.d.LastError, tk.d.Replayed = 0, time.Time{}, now.UTC(), "", now.UTC()
 		rh.pending[k] = tk
 		n++
 	}

@@ -64,7 +64,7 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // '\t' (keys cannot hold control characters, secrets are hex, the
 // configuration is JSON, which escapes them):
 //
-//	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold
+//	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold [flags]
 //	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns [tier]]]]]
 //	u ticket unit
 //	…
@@ -77,9 +77,10 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // 17 (remaining and unit empty without an inventory), then its place and
 // its extension in ms and the ns past them. A live session of a room with
 // tiers has 21: the 20 (place 0 for an entrant before the draw), then its
-// tier's name. A "u" line is a unit taken
-// from (0) or given to (1) an active session outside a status change
-// (Event.Units).
+// tier's name. A "u" line is a unit taken from (0) or given to (1) an
+// active session outside a status change (Event.Units). The head ends with
+// the change's flags when it has any: letters p (Event.PausedBefore, on a
+// config event), s (SoldOut) and d (DrawDone).
 
 // decodeEvent parses an event message; ok is false for anything else.
 func decodeEvent(msg string) (waitroom.Event, bool) {
@@ -94,7 +95,7 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 	// The configuration is JSON, which escapes every tab, so the head
 	// splits on them all.
 	h := strings.Split(head, "\t")
-	if (len(h) != 9 && len(h) != 13) || h[0] != "1" {
+	if (len(h) != 9 && len(h) != 13 && len(h) != 14) || h[0] != "1" {
 		return e, "", false
 	}
 	at, err1 := strconv.ParseInt(h[4], 10, 64)
@@ -112,7 +113,7 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 		Active:     a,
 		LastTicket: last,
 	}
-	if len(h) == 13 {
+	if len(h) >= 13 {
 		var c [4]int64
 		for i := range c {
 			v, err := strconv.ParseInt(h[9+i], 10, 64)
@@ -122,6 +123,12 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 			c[i] = v
 		}
 		e.Admissions, e.Inversions, e.MaxAdmitted, e.Sold = c[0], c[1], c[2], c[3]
+	}
+	if len(h) == 14 {
+		f := h[13]
+		e.PausedBefore = strings.Contains(f, "p")
+		e.SoldOut = strings.Contains(f, "s")
+		e.DrawDone = strings.Contains(f, "d")
 	}
 	if e.Kind == waitroom.EventConfig && h[8] != "" {
 		var cfg waitroom.RoomConfig

@@ -19,3 +19,6 @@ func WithDrawLease(d time.Duration) Option {
 		return nil
 	}
 }
+
+// DecodeEvent parses an event message of the wire format (events.go).
+var DecodeEvent = decodeEvent

@@ -21,6 +21,7 @@ if OP == 'putroom' and not exists then
     'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0')
   if ARGV[24] ~= '' then redis.call('HSET', K_ROOM, 'stock', ARGV[24]) end
   loadRoom()
+  R.pb = false -- a room made now was not paused before (emit's flags)
   setTiers(ARGV[25], ARGV[26], ARGV[27])
   now, kind, cfgjson = ARGNOW, 'config', cfgOut()
   local seed = applySchedule(tonumber(ARGV[21]), ARGV[23])
@@ -231,8 +232,14 @@ if OP == 'deleteroom' then
     for _, p in ipairs(ps) do endEntrant(p, 'room_deleted', false) end
   end
   local ev = reply('ok')
+  -- The webhooks and their deliveries go too (room.lua's hk goes with the
+  -- room hash). The outbox is emptied, not deleted: its ids name webhook
+  -- messages, and a stream that stays never gives an id twice.
+  redis.call('XTRIM', K_OB, 'MAXLEN', '0')
+  for _, h in ipairs(redis.call('HKEYS', PFX .. 'wh')) do redis.call('UNLINK', PFX .. 'hq:' .. h) end
   redis.call('UNLINK', K_ROOM, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE, K_RECENT, K_RECENTQ,
-    K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD, K_UC, K_UX)
+    K_PRE, K_E2T, K_DRAW, K_DLIST, K_DLEASE, K_HOLD, K_UC, K_UX,
+    PFX .. 'wh', PFX .. 'hd', PFX .. 'hx', PFX .. 'hs')
   return ev
 end
 

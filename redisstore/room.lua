@@ -23,6 +23,12 @@
 -- dlist, x:<entry> and dl, of a room with an inventory (stock.lua): hold,
 -- and of token uses (tiers.lua): uc and ux. The room hash also holds the
 -- tiers (tn, tp, tw) and their state (vt, fin, tm): tiers.lua.
+-- Webhooks (hooks.lua and hooks.go): the room hash holds hk = '1' while the
+-- room has a webhook, and then every event the room makes also goes, in the
+-- same run, to the outbox ob (a STREAM, never deleted so its ids, which name
+-- the messages, are never reused); wh (webhooks), hq:<webhook> (pending
+-- deliveries), hd (their records), hx (dead letters) and hs (each
+-- webhook's state) are hooks.lua's.
 --
 -- The script is this file, then schedule.lua, stock.lua, operator.lua,
 -- tiers.lua and ops.lua, run as one (store.go joins them): this file holds
@@ -76,6 +82,19 @@ local K_PRE, K_ESEQ, K_E2T = PFX .. 'pre', PFX .. 'eseq', PFX .. 'e2t'
 -- The tickets of the active sessions holding a reserved unit of a room's
 -- inventory, scored by ticket (stock.lua).
 local K_HOLD = PFX .. 'hold'
+
+-- The webhook outbox of a room with webhooks (hk = '1' in its hash).
+local K_OB = PFX .. 'ob'
+
+-- publish sends event message ev on the room's channel and, when hooked
+-- (the room has webhooks), appends it to the outbox, so an event is there
+-- exactly when its change is; it returns what the reply carries.
+local function publish(ev, hooked)
+  if PUB ~= '' then redis.call(PUB, CHAN, ev) end
+  if hooked then redis.call('XADD', K_OB, '*', 'e', ev) end
+  if WANT_EV then return ev end
+  return ''
+end
 
 -- A record of a room with tiers ends with the entrant's tier (tiers.lua):
 -- unpackEntrant returns it, or nil.
@@ -137,9 +156,12 @@ end
 if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
     'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs', 'sch', 'opens', 'closes', 'npre', 'ebase', 'last',
-    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn')
+    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn', 'hk')
   if v[1] then
     local fmt = string.format
+    -- A room with webhooks makes its events whatever the caller asked.
+    local hooked = v[28] == '1'
+    if hooked then EV = true end
     local now = math.max(ARGNOW, tonumber(v[5]))
     local cap, nw, na, dmin = tonumber(v[2]), tonumber(v[9]), tonumber(v[10]), tonumber(v[11])
     -- A room with an inventory admits only while a unit remains; rem is
@@ -295,10 +317,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         redis.call('HSET', K_ROOM, 'now', ns, 'npre', fmt('%d', np))
         local ev = ''
         if EV then
-          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, nw_s, na_s, v[20], '', counts }, '\t') .. '\n' ..
-            table.concat(lines, '\n')
-          if PUB ~= '' then redis.call(PUB, CHAN, ev) end
-          if not WANT_EV then ev = '' end
+          ev = publish(table.concat({ '1', PID, ROOM, 'sessions', ns, nw_s, na_s, v[20], '', counts }, '\t') .. '\n' ..
+            table.concat(lines, '\n'), hooked)
         end
         return { 'ok', ev, head, out }
       end
@@ -352,10 +372,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       redis.call('HSET', K_ROOM, 'now', ns, 'nw', fmt('%d', nw), 'last', lastts, 'dmin', fmt('%d', dmin))
       local ev = ''
       if EV then
-        ev = table.concat({ '1', PID, ROOM, 'sessions', ns, fmt('%d', nw), na_s, lastts, '', counts }, '\t') .. '\n' ..
-          table.concat(lines, '\n')
-        if PUB ~= '' then redis.call(PUB, CHAN, ev) end
-        if not WANT_EV then ev = '' end
+        ev = publish(table.concat({ '1', PID, ROOM, 'sessions', ns, fmt('%d', nw), na_s, lastts, '', counts }, '\t') ..
+          '\n' .. table.concat(lines, '\n'), hooked)
       end
       return { 'ok', ev, head, out }
     end
@@ -372,10 +390,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         local ev = ''
         if EV then
           local w, a = fmt('%d', nw), fmt('%d', na)
-          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, v[20], '', counts }, '\t') .. '\n' ..
-            entrantLine(n, sec, key, ns, w, a, fmt('%d', cap), fmt('%d', opens), fmt('%d', np)) .. lt15
-          if PUB ~= '' then redis.call(PUB, CHAN, ev) end
-          if not WANT_EV then ev = '' end
+          ev = publish(table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, v[20], '', counts }, '\t') .. '\n' ..
+            entrantLine(n, sec, key, ns, w, a, fmt('%d', cap), fmt('%d', opens), fmt('%d', np)) .. lt15, hooked)
         end
         return { 'ok', ev, stk({ 0, sec, 'waiting', key, now, 0, 0, '', 0, nw, na, cap, tonumber(n), opens, np }, 0) }
       end
@@ -406,10 +422,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         local ev = ''
         if EV then
           local w, a = fmt('%d', nw), fmt('%d', na)
-          ev = table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, ts, '', counts }, '\t') .. '\n' ..
-            table.concat({ ts, sec, '', 'waiting', key, ns, '0', '0', '', w, a, fmt('%d', cap) }, '\t') .. lt12
-          if PUB ~= '' then redis.call(PUB, CHAN, ev) end
-          if not WANT_EV then ev = '' end
+          ev = publish(table.concat({ '1', PID, ROOM, 'sessions', ns, w, a, ts, '', counts }, '\t') .. '\n' ..
+            table.concat({ ts, sec, '', 'waiting', key, ns, '0', '0', '', w, a, fmt('%d', cap) }, '\t') .. lt12, hooked)
         end
         -- The newest ticket is last in line: its position is the count.
         return { 'ok', ev, stk({ t, sec, 'waiting', key, now, 0, 0, '', nw, nw, na, cap }, 0) }
@@ -445,19 +459,26 @@ local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
     'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
     'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv',
-    'tn', 'tp', 'tw', 'vt', 'fin', 'tm')
+    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk')
   if not v[1] then return false end
   loadTiers(v[30], v[31], v[32], v[33], v[34], v[35])
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
     maxs = tonumber(v[5]), wt = tonumber(v[6]), grace = tonumber(v[7]), paused = v[8] == '1',
     lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14],
     sch = v[19] or '', opens = tonumber(v[20] or '0'), closes = tonumber(v[21] or '0'),
-    ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or '') }
+    ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or ''), hk = v[36] == '1' }
+  -- A room with webhooks makes its events whatever the caller asked: they
+  -- go to its outbox (emit).
+  if R.hk then EV = true end
   units, uat = tonumber(v[10]), tonumber(v[11])
   nW, nA, last, dmin = tonumber(v[15]), tonumber(v[16]), tonumber(v[17]), tonumber(v[18])
   npre = tonumber(v[22] or '0')
   adm, invs, madm = tonumber(v[24] or '0'), tonumber(v[25] or '0'), tonumber(v[26] or '0')
   sold, rsv = tonumber(v[28] or '0'), tonumber(v[29] or '0')
+  -- What emit's flags compare with: paused and sold out before the change
+  -- (a room being created sets pb false: ops.lua). R.dd is set by the step
+  -- that completes the draw (schedule.lua).
+  R.pb, R.so = R.paused, R.stock ~= nil and sold >= R.stock
   -- What save compares with, to write only what changed.
   R.saved = { now = R.lastnow, units = units, uat = uat, nw = nW, na = nA, last = last, dmin = dmin, npre = npre,
     adm = adm, invs = invs, madm = madm, sold = sold, rsv = rsv }
@@ -763,19 +784,27 @@ local function info()
   return { cfgOut(), nW, nA, last, R.lastnow, entrants, adm, invs, sold, rsv, rem }
 end
 
--- emit publishes the operation's event and returns it when asked to. The
--- wire format is decodeEvent's (events.go); the join fast path above
--- writes the same.
+-- emit publishes the operation's event (and puts it in the outbox of a room
+-- with webhooks) and returns it when asked to. The wire format is
+-- decodeEvent's (events.go); the join fast path above writes the same.
 -- Operations that changed no session publish nothing (config and delete
--- events, and a draw's, always go out).
+-- events, and a draw's, and the one that sold the inventory out, always go
+-- out). The head's optional 14th field holds the change's flags: p (a config
+-- event of a room paused before it), s (this change sold the inventory
+-- out) and d (it completed the draw); the fast paths never make them.
 local function emit()
-  if not EV or (#changes == 0 and kind == 'sessions' and not always) then return '' end
-  local msg = table.concat({ '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson,
-    i2s(adm), i2s(invs), i2s(madm), i2s(sold) }, '\t')
+  local flags = ''
+  if kind == 'config' and R.pb then flags = 'p' end
+  local soldout = R.stock ~= nil and sold >= R.stock and not R.so
+  if soldout then flags = flags .. 's' end
+  if R.dd then flags = flags .. 'd' end
+  if not EV or (#changes == 0 and kind == 'sessions' and not always and not soldout) then return '' end
+  local head = { '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson,
+    i2s(adm), i2s(invs), i2s(madm), i2s(sold) }
+  if flags ~= '' then head[14] = flags end
+  local msg = table.concat(head, '\t')
   if #changes > 0 then msg = msg .. '\n' .. table.concat(changes, '\n') end
-  if PUB ~= '' then redis.call(PUB, CHAN, msg) end
-  if WANT_EV then return msg end
-  return ''
+  return publish(msg, R.hk)
 end
 
 local function save()

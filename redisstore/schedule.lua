@@ -234,7 +234,9 @@ local function drawStep()
   off = off + k
   if k > 0 then redis.call('SET', K_SEQ, i2s(last)) end
   if off == total then
-    always = true
+    -- The step that completes the draw: its event always goes out, flagged
+    -- (emit).
+    always, R.dd = true, true
     redis.call('HSET', K_DRAW, 'at', ns, 'first', i2s(first), 'digest', ARGV[13], 'count', i2s(total))
     redis.call('HDEL', K_DRAW, 'dnow', 'dfirst', 'dnext')
     redis.call('DEL', K_PRE)

@@ -83,6 +83,26 @@
 // synthetic event per room (Kind EventSessions, no Changes, fresh totals)
 // tells consumers to read afresh.
 //
+// # Webhooks
+//
+// The Store is a waitroom.Hooks outbox (hooks.go, hooks.lua). A room with
+// webhooks has a flag in its hash, which the scripts read with the rest of
+// it, so a room without pays one more hash field a run; the script of each
+// change of a room with the flag also appends the change's event message
+// to the room's outbox stream (:ob) in the same atomic step, so an event is
+// in the outbox exactly when its change happened. ClaimDeliveries takes
+// outbox entries in: it decodes them, makes their webhook messages
+// (waitroom.HookMessages) and, in one script run, takes the entries that
+// are still there out of the stream and makes a delivery of each message
+// to each webhook that wants it, so of processes claiming at once exactly
+// one takes each entry in. Pending deliveries are a sorted set per
+// webhook (:hq:<name>) scored by when they are due; a claim re-scores
+// them to when its lease ends. A message's ID comes from its outbox
+// entry's id, which the stream, never deleted (only emptied), never gives
+// twice. The set <prefix>:hookrooms lists the rooms with webhooks, kept
+// like the rooms set. An outbox nobody claims from grows without bound:
+// run a deliverer (package webhook) wherever webhooks are configured.
+//
 // # Scheduled rooms
 //
 // A room with opens_at gets a secret 32-byte seed once (kept in the room's
@@ -666,6 +686,9 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	if n, err := s.client.Exists(ctx, s.keys(name)[0]).Result(); err == nil && n > 0 {
 		_ = s.client.SAdd(ctx, s.roomsKey(), name).Err()
 	}
+	// The script deleted the room's webhooks; unlisting them is best
+	// effort: HookRooms skips a room whose webhooks are gone.
+	_ = s.unlistHooks(ctx, name)
 	s.skipMu.Lock()
 	delete(s.skip, name)
 	delete(s.held, name)

@@ -57,3 +57,26 @@ func BenchmarkMemoryJoin(b *testing.B) {
 	benchRoom(b, s)
 	parallel64(b, s)
 }
+
+// BenchmarkDurableJoinWebhook is BenchmarkDurableJoin (FULL) with a
+// webhook on the room, so every join also writes its session.joined
+// delivery to the outbox in the same transaction; compare the two.
+func BenchmarkDurableJoinWebhook(b *testing.B) {
+	for _, hooked := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none", true: "webhook"}[hooked], func(b *testing.B) {
+			s, err := Open(context.Background(), filepath.Join(b.TempDir(), "waitroom.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			benchRoom(b, s)
+			if hooked {
+				if _, _, err := s.PutWebhook(context.Background(), waitroom.Webhook{Room: "r", Name: "w", URL: "https://example.com/",
+					Events: []string{"*"}, Secret: waitroom.NewWebhookSecret()}, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			parallel64(b, s)
+		})
+	}
+}

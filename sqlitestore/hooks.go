@@ -19,11 +19,11 @@ import (
 // The webhook outbox. The group-commit writer turns the events of a room
 // with webhooks into deliveries (one row per message and endpoint) in the
 // transaction that commits the change, so a change on disk always has its
-// deliveries on disk. Everything else (webhook configuration, claims,
-// outcomes, dead letters) goes through a handle of its own with
-// synchronous=NORMAL: in WAL mode that survives kill -9, and what a power
-// cut could take back is a claim or an outcome, which at worst sends a
-// delivery once more with the same webhook-id.
+// deliveries on disk. Everything else that writes (webhooks put and
+// deleted, outcomes, replays) rides the next group commit too (writer.exec),
+// so it never contends with the writer for SQLite's lock. Claims live in
+// memory: one process holds the file, and when it dies its claims die with
+// it, which is what a lapsed lease means anyway.
 
 var _ waitroom.Hooks = (*Store)(nil)
 
@@ -36,10 +36,12 @@ CREATE TABLE IF NOT EXISTS webhooks (
 	PRIMARY KEY (room, name)
 ) WITHOUT ROWID;
 
--- One delivery of message mid (webhook-id msg_<mid>) to webhook hook.
--- next_at is when it is due, or until when it is claimed; a dead letter
--- has dead_at > 0.
+-- One delivery of message mid (webhook-id msg_<mid>) to webhook hook,
+-- due at next_at. Rows are appended in rowid order and found by the one
+-- small index: a WITHOUT ROWID table keyed by (room, hook, mid) costs
+-- more, its wide rows splitting pages on every insert.
 CREATE TABLE IF NOT EXISTS hook_tasks (
+	id         INTEGER PRIMARY KEY,
 	room       TEXT NOT NULL,
 	hook       TEXT NOT NULL,
 	mid        INTEGER NOT NULL,
@@ -50,10 +52,25 @@ CREATE TABLE IF NOT EXISTS hook_tasks (
 	next_at    INTEGER NOT NULL,
 	last_error TEXT NOT NULL DEFAULT '',
 	dead_at    INTEGER NOT NULL DEFAULT 0,
+	replayed   INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS hook_tasks_key ON hook_tasks (room, hook, mid);
+-- Dead letters: deliveries given up on (dead_at), until replayed.
+CREATE TABLE IF NOT EXISTS hook_dead (
+	room       TEXT NOT NULL,
+	hook       TEXT NOT NULL,
+	mid        INTEGER NOT NULL,
+	type       TEXT NOT NULL,
+	at         INTEGER NOT NULL,
+	data       TEXT NOT NULL,
+	attempts   INTEGER NOT NULL,
+	next_at    INTEGER NOT NULL,
+	last_error TEXT NOT NULL,
+	dead_at    INTEGER NOT NULL,
+	replayed   INTEGER NOT NULL,
 	PRIMARY KEY (room, hook, mid)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS hook_tasks_due ON hook_tasks (room, dead_at, next_at, mid);
-CREATE INDEX IF NOT EXISTS hook_tasks_hook_due ON hook_tasks (room, hook, dead_at, next_at, mid);
+CREATE INDEX IF NOT EXISTS hook_dead_newest ON hook_dead (room, dead_at, mid, hook);
 
 CREATE TABLE IF NOT EXISTS hook_stats (
 	room          TEXT NOT NULL,
@@ -151,10 +168,10 @@ func loadHooks(ctx context.Context, db *sql.DB) (map[string][]hookSub, int64, er
 
 // hookStatements are the writer's outbox statements.
 var hookStatements = map[string]string{
-	"insTask":   `INSERT OR IGNORE INTO hook_tasks (room, hook, mid, type, at, data, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 	"putSeq":    `INSERT INTO hook_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = max(last, excluded.last)`,
 	"delHooks":  `DELETE FROM webhooks WHERE room = ?`,
 	"delTasks":  `DELETE FROM hook_tasks WHERE room = ?`,
+	"delDead":   `DELETE FROM hook_dead WHERE room = ?`,
 	"delHStats": `DELETE FROM hook_stats WHERE room = ?`,
 }
 
@@ -166,7 +183,10 @@ func (w *writer) outbox(ctx context.Context, ev *waitroom.Event) error {
 		return nil
 	}
 	if ev.Kind == waitroom.EventDeleted {
-		for _, st := range []string{"delHooks", "delTasks", "delHStats"} {
+		if err := w.flushTasks(ctx); err != nil {
+			return err
+		}
+		for _, st := range []string{"delHooks", "delTasks", "delDead", "delHStats"} {
 			if _, err := w.stmts[st].ExecContext(ctx, ev.Room); err != nil {
 				return fmt.Errorf("delete the webhooks of room %q: %w", ev.Room, err)
 			}
@@ -183,78 +203,72 @@ func (w *writer) outbox(ctx context.Context, ev *waitroom.Event) error {
 			if !h.wants(m.Type) {
 				continue
 			}
-			if _, err := w.stmts["insTask"].ExecContext(ctx, ev.Room, h.name, w.mid, m.Type, at, string(m.Data), at); err != nil {
-				return fmt.Errorf("write a delivery to webhook %q: %w", h.name, err)
+			w.tasks = append(w.tasks, ev.Room, h.name, w.mid, m.Type, at, string(m.Data), at)
+			if len(w.tasks) == maxTaskRows*taskInsertColumns {
+				if err := w.flushTasks(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// hooksDB returns the outbox's own write handle, opened on first use.
-func (s *Store) hooksDB(ctx context.Context) (*sql.DB, error) {
-	if err := s.Store.Ping(ctx); err != nil {
-		return nil, err
+// taskInsertColumns is the number of values of one hook_tasks row, and
+// maxTaskRows the most rows of one INSERT.
+const (
+	taskInsertColumns = 7
+	maxTaskRows       = 256
+)
+
+// flushTasks writes the gathered deliveries in multi-row INSERTs.
+func (w *writer) flushTasks(ctx context.Context) error {
+	for len(w.tasks) > 0 {
+		rows := min(len(w.tasks)/taskInsertColumns, maxTaskRows)
+		st := w.taskMulti[rows]
+		if st == nil {
+			q := `INSERT OR IGNORE INTO hook_tasks (room, hook, mid, type, at, data, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)` +
+				strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", rows-1)
+			var err error
+			if st, err = w.conn.PrepareContext(ctx, q); err != nil {
+				return fmt.Errorf("prepare insert of %d deliveries: %w", rows, err)
+			}
+			w.taskMulti[rows] = st
+		}
+		if _, err := st.ExecContext(ctx, w.tasks[:rows*taskInsertColumns]...); err != nil {
+			return fmt.Errorf("insert %d deliveries: %w", rows, err)
+		}
+		w.tasks = w.tasks[rows*taskInsertColumns:]
 	}
-	hc := &s.hooksConn
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if hc.db != nil {
-		return hc.db, nil
-	}
-	var seq int
-	var name, path string
-	if err := s.rdb.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
-		return nil, waitroom.Unavailable(err, "sqlitestore: find the database file")
-	}
-	db, err := sql.Open("sqlite", dsn(path, "synchronous(NORMAL)", "busy_timeout(10000)"))
-	if err != nil {
-		return nil, waitroom.Unavailable(err, "sqlitestore: open the webhook outbox")
-	}
-	db.SetMaxOpenConns(1)
-	db.SetConnMaxIdleTime(time.Minute)
-	hc.db = db
-	return db, nil
+	w.tasks = w.tasks[:0]
+	return nil
 }
 
-func (s *Store) closeHooks() error {
-	hc := &s.hooksConn
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if hc.db == nil {
-		return nil
-	}
-	err := hc.db.Close()
-	hc.db = nil
-	return err
-}
-
-// tx runs fn in one immediate transaction on the outbox handle.
+// hooksTx runs fn in the writer's next group commit.
 func (s *Store) hooksTx(ctx context.Context, what string, fn func(*sql.Conn) error) error {
-	db, err := s.hooksDB(ctx)
-	if err != nil {
+	if err := s.Store.Ping(ctx); err != nil {
 		return err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return waitroom.Unavailable(err, "sqlitestore: "+what)
+	err := s.w.exec(func(ctx context.Context, c *sql.Conn) error { return fn(c) })
+	if err == nil {
+		return nil
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return waitroom.Unavailable(err, "sqlitestore: "+what)
+	if code := waitroom.ErrorCode(err); code != "" && code != waitroom.CodeInternal && code != waitroom.CodeUnavailable {
+		return err
 	}
-	if err := fn(conn); err != nil {
-		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
-		if waitroom.ErrorCode(err) != "" && waitroom.ErrorCode(err) != waitroom.CodeInternal {
-			return err
-		}
-		return waitroom.Unavailable(err, "sqlitestore: "+what)
-	}
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
-		return waitroom.Unavailable(err, "sqlitestore: "+what)
-	}
-	return nil
+	return waitroom.Unavailable(err, "sqlitestore: "+what)
+}
+
+// claims are the deliveries claimed in this process: room, webhook and
+// message number → claimed until (unix ms).
+type claims struct {
+	mu sync.Mutex
+	m  map[claimKey]int64
+}
+
+type claimKey struct {
+	room, hook string
+	mid        int64
 }
 
 // PutWebhook implements waitroom.Hooks.
@@ -356,7 +370,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return waitroom.Errorf(waitroom.CodeNotFound, "Room %q has no webhook %q.", room, name)
 		}
-		for _, q := range []string{`DELETE FROM hook_tasks WHERE room = ? AND hook = ?`, `DELETE FROM hook_stats WHERE room = ? AND hook = ?`} {
+		for _, q := range []string{`DELETE FROM hook_tasks WHERE room = ? AND hook = ?`, `DELETE FROM hook_dead WHERE room = ? AND hook = ?`, `DELETE FROM hook_stats WHERE room = ? AND hook = ?`} {
 			if _, err := c.ExecContext(ctx, q, room, name); err != nil {
 				return err
 			}
@@ -390,19 +404,22 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-const taskColumns = `hook, mid, type, at, data, attempts, next_at, last_error, dead_at`
+const taskColumns = `hook, mid, type, at, data, attempts, next_at, last_error, dead_at, replayed`
 
 func scanTask(room string, sc interface{ Scan(...any) error }) (waitroom.Delivery, int64, error) {
 	var d waitroom.Delivery
-	var mid, at, next, dead int64
+	var mid, at, next, dead, replayed int64
 	var data string
-	if err := sc.Scan(&d.Hook, &mid, &d.Message.Type, &at, &data, &d.Attempts, &next, &d.LastError, &dead); err != nil {
+	if err := sc.Scan(&d.Hook, &mid, &d.Message.Type, &at, &data, &d.Attempts, &next, &d.LastError, &dead, &replayed); err != nil {
 		return d, 0, err
 	}
 	d.Room = room
 	d.Message.ID = "msg_" + strconv.FormatInt(mid, 10)
 	d.Message.At = time.UnixMilli(at).UTC()
 	d.Message.Data = json.RawMessage(data)
+	if replayed > 0 {
+		d.Replayed = time.UnixMilli(replayed).UTC()
+	}
 	if dead > 0 {
 		d.DeadAt = time.UnixMilli(dead).UTC()
 	} else {
@@ -411,49 +428,72 @@ func scanTask(room string, sc interface{ Scan(...any) error }) (waitroom.Deliver
 	return d, mid, nil
 }
 
-// ClaimDeliveries implements waitroom.Hooks.
+// ClaimDeliveries implements waitroom.Hooks. It reads the due rows and
+// skips those claimed here; a claim is not written.
 func (s *Store) ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
+	if err := s.Store.Ping(ctx); err != nil {
+		return nil, err
+	}
 	if n <= 0 || len(s.w.hooks.get(room)) == 0 {
-		if err := s.Store.Ping(ctx); err != nil {
-			return nil, err
-		}
 		return nil, nil
 	}
+	c := &s.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[claimKey]int64{}
+	}
+	t := now.UnixMilli()
+	held := 0
+	for k, until := range c.m {
+		switch {
+		case until <= t:
+			delete(c.m, k)
+		case k.room == room && (hook == "" || k.hook == hook):
+			held++
+		}
+	}
+	q := `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND hook = ? AND next_at <= ? ORDER BY mid LIMIT ?`
+	args := []any{room, hook, t, n + held}
+	if hook == "" {
+		q = `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND next_at <= ? ORDER BY mid, hook LIMIT ?`
+		args = []any{room, t, n + held}
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
+	}
+	defer rows.Close()
 	var out []waitroom.Delivery
-	err := s.hooksTx(ctx, "claim deliveries", func(c *sql.Conn) error {
-		q := `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND dead_at = 0 AND next_at <= ? ORDER BY next_at, mid, hook LIMIT ?`
-		args := []any{room, now.UnixMilli(), n}
-		if hook != "" {
-			q = `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND hook = ? AND dead_at = 0 AND next_at <= ? ORDER BY next_at, mid LIMIT ?`
-			args = []any{room, hook, now.UnixMilli(), n}
-		}
-		rows, err := c.QueryContext(ctx, q, args...)
+	until := now.Add(lease).UnixMilli()
+	for rows.Next() && len(out) < n {
+		d, mid, err := scanTask(room, rows)
 		if err != nil {
-			return err
+			return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
 		}
-		var mids []int64
-		for rows.Next() {
-			d, mid, err := scanTask(room, rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, d)
-			mids = append(mids, mid)
+		k := claimKey{room, d.Hook, mid}
+		if _, ok := c.m[k]; ok {
+			continue
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+		c.m[k] = until
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
+	}
+	return out, nil
+}
+
+// unclaim forgets the claims of settled deliveries.
+func (s *Store) unclaim(room string, outs []waitroom.DeliveryOutcome) {
+	c := &s.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range outs {
+		if mid, ok := messageNumber(o.ID); ok {
+			delete(c.m, claimKey{room, o.Hook, mid})
 		}
-		until := now.Add(lease).UnixMilli()
-		for i, d := range out {
-			if _, err := c.ExecContext(ctx, `UPDATE hook_tasks SET next_at = ? WHERE room = ? AND hook = ? AND mid = ?`, until, room, d.Hook, mids[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return out, err
+	}
 }
 
 // messageNumber parses a message ID this store gave.
@@ -468,6 +508,7 @@ func (s *Store) SettleDeliveries(ctx context.Context, room string, outs []waitro
 		return nil
 	}
 	t := now.UnixMilli()
+	defer s.unclaim(room, outs)
 	return s.hooksTx(ctx, "settle deliveries", func(c *sql.Conn) error {
 		for _, o := range outs {
 			mid, ok := messageNumber(o.ID)
@@ -478,12 +519,15 @@ func (s *Store) SettleDeliveries(ctx context.Context, room string, outs []waitro
 			var err error
 			switch {
 			case o.OK:
-				res, err = c.ExecContext(ctx, `DELETE FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ? AND dead_at = 0`, room, o.Hook, mid)
+				res, err = c.ExecContext(ctx, `DELETE FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, room, o.Hook, mid)
 			case o.Dead:
-				res, err = c.ExecContext(ctx, `UPDATE hook_tasks SET attempts = attempts + 1, last_error = ?, dead_at = ? WHERE room = ? AND hook = ? AND mid = ? AND dead_at = 0`,
-					o.Error, t, room, o.Hook, mid)
+				res, err = c.ExecContext(ctx, `INSERT INTO hook_dead SELECT room, hook, mid, type, at, data, attempts + 1, next_at, ?, ?, replayed
+					FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, o.Error, t, room, o.Hook, mid)
+				if err == nil {
+					_, err = c.ExecContext(ctx, `DELETE FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, room, o.Hook, mid)
+				}
 			default:
-				res, err = c.ExecContext(ctx, `UPDATE hook_tasks SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE room = ? AND hook = ? AND mid = ? AND dead_at = 0`,
+				res, err = c.ExecContext(ctx, `UPDATE hook_tasks SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE room = ? AND hook = ? AND mid = ?`,
 					o.Error, o.Next.UnixMilli(), room, o.Hook, mid)
 			}
 			if err != nil {
@@ -511,7 +555,7 @@ func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page
 	if err := s.Store.Ping(ctx); err != nil {
 		return nil, "", err
 	}
-	q := `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND dead_at > 0`
+	q := `SELECT ` + taskColumns + ` FROM hook_dead WHERE room = ?`
 	args := []any{room}
 	if page.After != "" {
 		var at, mid int64
@@ -556,27 +600,28 @@ func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page
 func (s *Store) ReplayDeadLetters(ctx context.Context, room string, ids []string, now time.Time) (int, error) {
 	n := 0
 	err := s.hooksTx(ctx, "replay dead letters", func(c *sql.Conn) error {
-		const set = `UPDATE hook_tasks SET attempts = 0, last_error = '', dead_at = 0, next_at = ? WHERE room = ? AND dead_at > 0`
-		if len(ids) == 0 {
-			res, err := c.ExecContext(ctx, set, now.UnixMilli(), room)
-			if err != nil {
-				return err
-			}
-			k, _ := res.RowsAffected()
-			n = int(k)
-			return nil
-		}
-		for _, id := range ids {
-			mid, ok := messageNumber(id)
-			if !ok {
-				continue
-			}
-			res, err := c.ExecContext(ctx, set+` AND mid = ?`, now.UnixMilli(), room, mid)
+		const move = `INSERT INTO hook_tasks (room, hook, mid, type, at, data, attempts, next_at, last_error, dead_at, replayed)
+			SELECT room, hook, mid, type, at, data, 0, ?1, '', 0, ?1 FROM hook_dead WHERE room = ?2`
+		const drop = `DELETE FROM hook_dead WHERE room = ?2`
+		replay := func(cond string, args ...any) error {
+			res, err := c.ExecContext(ctx, move+cond, args...)
 			if err != nil {
 				return err
 			}
 			k, _ := res.RowsAffected()
 			n += int(k)
+			_, err = c.ExecContext(ctx, drop+cond, args...)
+			return err
+		}
+		if len(ids) == 0 {
+			return replay("", now.UnixMilli(), room)
+		}
+		for _, id := range ids {
+			if mid, ok := messageNumber(id); ok {
+				if err := replay(` AND mid = ?3`, now.UnixMilli(), room, mid); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -590,8 +635,8 @@ func (s *Store) HookStats(ctx context.Context, room string) (map[string]waitroom
 	}
 	out := map[string]waitroom.HookStats{}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT hook, delivered, failed, last_error, last_error_at, last_ok_at,
-		(SELECT count(*) FROM hook_tasks t WHERE t.room = s.room AND t.hook = s.hook AND t.dead_at = 0),
-		(SELECT count(*) FROM hook_tasks t WHERE t.room = s.room AND t.hook = s.hook AND t.dead_at > 0)
+		(SELECT count(*) FROM hook_tasks t WHERE t.room = s.room AND t.hook = s.hook),
+		(SELECT count(*) FROM hook_dead t WHERE t.room = s.room AND t.hook = s.hook)
 		FROM hook_stats s WHERE room = ?`, room)
 	if err != nil {
 		return nil, waitroom.Unavailable(err, "sqlitestore: read webhook stats")

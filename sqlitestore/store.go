@@ -45,8 +45,8 @@ type Store struct {
 	closeErr error
 	// ledgerConn is the console ledger's own write handle (see ledger.go).
 	ledgerConn ledgerConn
-	// hooksConn is the webhook outbox's own write handle (see hooks.go).
-	hooksConn ledgerConn
+	// claims are the webhook deliveries claimed in this process (hooks.go).
+	claims claims
 }
 
 var _ waitroom.Store = (*Store)(nil)
@@ -317,7 +317,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.Store.Close()
 		s.w.close()
-		s.closeErr = errors.Join(s.closeLedger(), s.closeHooks(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
+		s.closeErr = errors.Join(s.closeLedger(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
 		s.release()
 	})
 	return s.closeErr

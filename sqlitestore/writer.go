@@ -16,6 +16,8 @@ import (
 // batch is the changes committed together in one transaction.
 type batch struct {
 	events []*waitroom.Event
+	// ops run in the batch's transaction after its events (exec).
+	ops []*batchOp
 	// lead holds the one right to commit, passed from batch to batch: the
 	// caller waiting on a batch who takes it writes the batch.
 	lead chan struct{}
@@ -58,6 +60,9 @@ type writer struct {
 	// of the right to commit only).
 	hooks           hookRegistry
 	mid, midWritten int64
+	// tasks holds deliveries not yet written, for multi-row INSERTs.
+	tasks     []any
+	taskMulti map[int]*sql.Stmt
 
 	mu       sync.Mutex
 	cur      *batch // gathering
@@ -105,7 +110,7 @@ var statements = map[string]string{
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), counted: make(map[string][4]int64), cur: newBatch()}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), taskMulti: make(map[int]*sql.Stmt), counted: make(map[string][4]int64), cur: newBatch()}
 	for name, q := range hookStatements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -124,6 +129,54 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 }
 
 var errClosed = errors.New("store is closed")
+
+// batchOp is a change that is not a store event (the webhook outbox's
+// claims settled, webhooks put), run in a group commit's transaction
+// under a savepoint of its own, so its failure is its caller's alone.
+type batchOp struct {
+	fn  func(ctx context.Context, c *sql.Conn) error
+	err error
+}
+
+// exec runs fn in the transaction of the next group commit and returns
+// once that is committed: fn's error, or the commit's.
+func (w *writer) exec(fn func(ctx context.Context, c *sql.Conn) error) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errClosed
+	}
+	b := w.cur
+	op := &batchOp{fn: fn}
+	b.ops = append(b.ops, op)
+	if !w.busy {
+		w.busy = true
+		b.lead <- struct{}{}
+	}
+	w.mu.Unlock()
+	if err := w.wait(b); err != nil {
+		return err
+	}
+	return op.err
+}
+
+// runOps runs the batch's ops, each under a savepoint.
+func (w *writer) runOps(ctx context.Context, ops []*batchOp) error {
+	for _, op := range ops {
+		if _, err := w.conn.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		if op.err = op.fn(ctx, w.conn); op.err != nil {
+			if _, err := w.conn.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+				return fmt.Errorf("rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := w.conn.ExecContext(ctx, `RELEASE op`); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	return nil
+}
 
 // Append implements memstore.Journal. The function it returns may be
 // called any number of times, from any goroutine.
@@ -172,17 +225,17 @@ func (w *writer) commit(b *batch) {
 			_, _ = w.stmts["rollback"].ExecContext(context.Background())
 		}
 	}()
-	b.err = w.write(b.events)
+	b.err = w.write(b.events, b.ops)
 }
 
 // handOn finishes b and passes the right to commit to the batch that
 // gathered while b was written.
 func (w *writer) handOn(b *batch) {
-	b.events = nil
+	b.events, b.ops = nil, nil
 	close(b.done)
 	w.mu.Lock()
 	w.inflight = nil
-	if len(w.cur.events) > 0 {
+	if len(w.cur.events) > 0 || len(w.cur.ops) > 0 {
 		w.cur.lead <- struct{}{}
 	} else {
 		w.busy = false
@@ -191,7 +244,7 @@ func (w *writer) handOn(b *batch) {
 }
 
 // write commits a batch in one transaction.
-func (w *writer) write(events []*waitroom.Event) (err error) {
+func (w *writer) write(events []*waitroom.Event, ops []*batchOp) (err error) {
 	ctx := context.Background()
 	if _, err := w.stmts["begin"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -203,7 +256,7 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 			}
 		}
 	}()
-	w.inserts = w.inserts[:0]
+	w.inserts, w.tasks = w.inserts[:0], w.tasks[:0]
 	last := make(map[string]int64, 1)
 	counts := make(map[string]*waitroom.Event, 1) // each room's latest event, nil after a delete
 	for _, ev := range events {
@@ -237,6 +290,12 @@ func (w *writer) write(events []*waitroom.Event) (err error) {
 		written[room] = c
 	}
 	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if err := w.flushTasks(ctx); err != nil {
+		return err
+	}
+	if err := w.runOps(ctx, ops); err != nil {
 		return err
 	}
 	for room, t := range last {
@@ -419,7 +478,7 @@ func (w *writer) close() {
 	w.mu.Unlock()
 	for {
 		w.mu.Lock()
-		b, gathered, inflight := w.cur, len(w.cur.events), w.inflight
+		b, gathered, inflight := w.cur, len(w.cur.events)+len(w.cur.ops), w.inflight
 		w.mu.Unlock()
 		switch {
 		case gathered > 0:
@@ -431,6 +490,9 @@ func (w *writer) close() {
 				st.Close()
 			}
 			for _, st := range w.multi {
+				st.Close()
+			}
+			for _, st := range w.taskMulti {
 				st.Close()
 			}
 			return

@@ -318,8 +318,9 @@ func testHooksSettle(f *fixture) {
 		f.t.Fatalf("dead letters after the replay: %d, want 0", len(letters))
 	}
 	got = f.claim("r", at(8*sec))
-	if len(got) != 1 || got[0].Message.ID != dead.Message.ID || got[0].Attempts != 0 || string(got[0].Message.Data) != string(dead.Message.Data) {
-		f.t.Fatalf("claim after the replay = %+v, want the replayed delivery, 0 attempts, same message", got)
+	if len(got) != 1 || got[0].Message.ID != dead.Message.ID || got[0].Attempts != 0 || string(got[0].Message.Data) != string(dead.Message.Data) ||
+		!got[0].Replayed.Equal(at(8*sec)) || !got[0].RetrySince().Equal(at(8*sec)) || !got[0].Message.At.Equal(dead.Message.At) {
+		f.t.Fatalf("claim after the replay = %+v, want the replayed delivery, 0 attempts, same message, replayed at base+8s", got)
 	}
 	// Replay all, with paging of several letters.
 	f.joinN("r", 3, at(9*sec))

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,9 +68,13 @@ type Deliverer struct {
 	perHk map[string]int // tries in flight by room/webhook
 	hooks map[string]hookCache
 	outs  chan outcome
-	// rooms is the rooms with webhooks as of the last round, for Notify.
-	rooms  atomic.Pointer[map[string]struct{}]
-	counts struct{ delivered, failed, dead atomic.Int64 }
+	// rooms is the rooms with webhooks as of the last round, for Notify;
+	// roomList and roomsAt the list and when it was read.
+	rooms    atomic.Pointer[map[string]struct{}]
+	roomList []string
+	roomsAt  time.Time
+	circuits map[string]*circuit // by room/webhook
+	counts   struct{ delivered, failed, dead atomic.Int64 }
 }
 
 type hookCache struct {
@@ -120,7 +126,7 @@ func New(o Options) *Deliverer {
 		o.Client = NewClient(o.AllowPrivate)
 	}
 	return &Deliverer{o: o, kick: make(chan struct{}, 1), sem: make(chan struct{}, o.Workers),
-		perHk: map[string]int{}, hooks: map[string]hookCache{}, outs: make(chan outcome, 4*o.Workers)}
+		perHk: map[string]int{}, circuits: map[string]*circuit{}, hooks: map[string]hookCache{}, outs: make(chan outcome, 4*o.Workers)}
 }
 
 // NewClient returns the HTTP client deliveries use: no redirects followed
@@ -196,14 +202,88 @@ func (d *Deliverer) Run(ctx context.Context) {
 		case <-d.kick:
 		case <-poll.C:
 		}
-		// After a full claim there may be more: look again soon (a
-		// finished try kicks sooner).
-		wait := d.o.Poll
+		// After a full claim there may be more: look again at once (a
+		// finished try kicks sooner). Otherwise rounds are at least
+		// roundGap apart, however often changes kick: a busy room's
+		// kicks gather into one round.
+		started := time.Now()
 		if d.round(ctx, &wg) {
-			wait = 5 * time.Millisecond
+			poll.Reset(0)
+			continue
 		}
-		poll.Reset(wait)
+		poll.Reset(d.o.Poll)
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(0, roundGap-time.Since(started))):
+		}
 	}
+}
+
+// roundGap is the least time between two rounds that were not cut short.
+const roundGap = 10 * time.Millisecond
+
+// Circuit breaking: after breakAfter failed tries in a row, an endpoint
+// is paused and then probed with one delivery at a time, the pauses
+// growing as Backoff, until a try succeeds. Its deliveries wait in the
+// outbox meanwhile, so a failing endpoint costs a try now and then, not
+// a try (and retries) per event.
+const breakAfter = 3
+
+// circuit is one endpoint's run of failures.
+type circuit struct {
+	fails int       // failed tries in a row
+	level int       // pauses in a row
+	until time.Time // paused until
+}
+
+// gate says how many deliveries webhook name of room may be tried now:
+// 0 while paused, 1 to probe after a pause, else n.
+func (d *Deliverer) gate(room, name string, now time.Time, n int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.circuits[room+"/"+name]
+	switch {
+	case c == nil || c.fails < breakAfter:
+		return n
+	case now.Before(c.until):
+		return 0
+	}
+	return min(n, 1)
+}
+
+// record counts a try's outcome in its endpoint's circuit.
+func (d *Deliverer) record(room, name string, ok bool, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := room + "/" + name
+	if ok {
+		delete(d.circuits, k)
+		return
+	}
+	c := d.circuits[k]
+	if c == nil {
+		c = &circuit{}
+		d.circuits[k] = c
+	}
+	c.fails++
+	if c.fails >= breakAfter {
+		c.level++
+		c.until = now.Add(d.o.Backoff(c.level))
+	}
+}
+
+// Paused lists the endpoints paused after failing, as "room/webhook".
+func (d *Deliverer) Paused() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for k, c := range d.circuits {
+		if c.fails >= breakAfter {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // round claims what is due in every room with webhooks, for each
@@ -211,34 +291,29 @@ func (d *Deliverer) Run(ctx context.Context) {
 // each try. It reports whether some claim was cut short by those limits
 // (there may be more due).
 func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup) bool {
-	rooms, err := d.o.Store.HookRooms(ctx)
+	rooms, err := d.hookRooms(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.o.Logger.Warn("webhooks: list rooms", "err", err)
 		}
 		return false
 	}
-	set := make(map[string]struct{}, len(rooms))
-	for _, r := range rooms {
-		set[r] = struct{}{}
-	}
-	d.rooms.Store(&set)
 	full := false
 	for _, room := range rooms {
 		now := d.o.Clock.Now()
 		for name, ep := range d.endpoints(ctx, room, now) {
-			free := min(cap(d.sem)-len(d.sem), d.o.PerHook-d.inflight(room, name, 0))
+			free := d.gate(room, name, now, min(cap(d.sem)-len(d.sem), d.o.PerHook-d.inflight(room, name, 0)))
 			if free <= 0 {
-				continue // a finished try kicks
+				continue // a finished try kicks, a pause ends by the poll
 			}
-			ds, err := d.o.Store.ClaimDeliveries(ctx, room, name, now, d.o.Lease, free)
+			ds, err := d.claim(ctx, room, name, now, free)
 			if err != nil {
 				if ctx.Err() == nil {
 					d.o.Logger.Warn("webhooks: claim", "room", room, "webhook", name, "err", err)
 				}
 				continue
 			}
-			if len(ds) == free {
+			if len(ds) == free && free > 1 {
 				full = true
 			}
 			for _, dl := range ds {
@@ -256,8 +331,65 @@ func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup) bool {
 	return full
 }
 
+// hookRooms lists the rooms with webhooks, read at most every Poll.
+func (d *Deliverer) hookRooms(ctx context.Context) ([]string, error) {
+	d.mu.Lock()
+	list, at := d.roomList, d.roomsAt
+	d.mu.Unlock()
+	if list != nil && time.Since(at) < d.o.Poll {
+		return list, nil
+	}
+	list, err := d.o.Store.HookRooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]struct{}, len(list))
+	for _, r := range list {
+		set[r] = struct{}{}
+	}
+	d.rooms.Store(&set)
+	d.mu.Lock()
+	d.roomList, d.roomsAt = append([]string{}, list...), time.Now()
+	d.mu.Unlock()
+	return list, nil
+}
+
+// claim claims up to n due deliveries to webhook name of room. Those
+// already past the retry window (they waited out a pause) become dead
+// letters at once, untried, and more are claimed in their place.
+func (d *Deliverer) claim(ctx context.Context, room, name string, now time.Time, n int) ([]waitroom.Delivery, error) {
+	var out []waitroom.Delivery
+	for range 40 {
+		ds, err := d.o.Store.ClaimDeliveries(ctx, room, name, now, d.o.Lease, n-len(out))
+		if err != nil {
+			return out, err
+		}
+		var dead []waitroom.DeliveryOutcome
+		for _, dl := range ds {
+			if now.Before(dl.RetrySince().Add(d.o.RetryFor)) {
+				out = append(out, dl)
+				continue
+			}
+			dead = append(dead, waitroom.DeliveryOutcome{Hook: name, ID: dl.Message.ID, Dead: true,
+				Error: "not delivered within " + d.o.RetryFor.String() + "; last error: " + cmp.Or(dl.LastError, "the endpoint was failing")})
+		}
+		if len(dead) == 0 {
+			return out, nil
+		}
+		d.counts.dead.Add(int64(len(dead)))
+		if err := d.o.Store.SettleDeliveries(ctx, room, dead, now); err != nil {
+			return out, err
+		}
+		if len(out) >= n {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
 // endpoints returns room's webhooks with their signers, read at most once
 // a second.
+
 func (d *Deliverer) endpoints(ctx context.Context, room string, now time.Time) map[string]endpoint {
 	d.mu.Lock()
 	c, ok := d.hooks[room]
@@ -307,6 +439,7 @@ func (d *Deliverer) try(ctx context.Context, dl waitroom.Delivery, ep endpoint) 
 		return // shutting down: the claim lapses and the next claim retries it
 	}
 	now := d.o.Clock.Now()
+	d.record(dl.Room, dl.Hook, err == nil, now)
 	o := waitroom.DeliveryOutcome{Hook: dl.Hook, ID: dl.Message.ID, OK: err == nil}
 	switch {
 	case err == nil:
@@ -314,7 +447,7 @@ func (d *Deliverer) try(ctx context.Context, dl waitroom.Delivery, ep endpoint) 
 	default:
 		o.Error = err.Error()
 		next := now.Add(d.o.Backoff(dl.Attempts + 1))
-		if !next.Before(dl.Message.At.Add(d.o.RetryFor)) {
+		if !next.Before(dl.RetrySince().Add(d.o.RetryFor)) {
 			o.Dead = true
 			d.counts.dead.Add(1)
 		} else {
