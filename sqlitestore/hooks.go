@@ -101,9 +101,13 @@ func (h hookSub) wants(typ string) bool {
 }
 
 // hookRegistry is each room's webhooks as the writer reads them: an
-// immutable map swapped whole on every change.
+// immutable map swapped whole on every change. Changes are made by the
+// writer's goroutine only (in its transactions), so they follow the
+// order of commits.
 type hookRegistry struct {
-	mu   sync.Mutex // serialises changes
+	// puts serialises PutWebhook and DeleteWebhook (held while their
+	// group commit runs; the writer never takes it).
+	puts sync.Mutex
 	subs atomic.Pointer[map[string][]hookSub]
 }
 
@@ -177,7 +181,7 @@ var hookStatements = map[string]string{
 
 // outbox writes ev's deliveries in the writer's transaction. A deleted
 // room's webhooks and deliveries go with it.
-func (w *writer) outbox(ctx context.Context, ev *waitroom.Event) error {
+func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs []waitroom.HookMessage) error {
 	subs := w.hooks.get(ev.Room)
 	if len(subs) == 0 {
 		return nil
@@ -191,12 +195,10 @@ func (w *writer) outbox(ctx context.Context, ev *waitroom.Event) error {
 				return fmt.Errorf("delete the webhooks of room %q: %w", ev.Room, err)
 			}
 		}
-		w.hooks.mu.Lock()
 		w.hooks.set(ev.Room, nil)
-		w.hooks.mu.Unlock()
 		return nil
 	}
-	for _, m := range waitroom.HookMessages(*ev) {
+	for _, m := range msgs {
 		w.mid++
 		at := m.At.UnixMilli()
 		for _, h := range subs {
@@ -280,11 +282,15 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 		return waitroom.Webhook{}, false, err
 	}
 	reg := &s.w.hooks
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
+	reg.puts.Lock()
+	defer reg.puts.Unlock()
 	var created bool
-	var subs []hookSub
 	err := s.hooksTx(ctx, "put a webhook", func(c *sql.Conn) error {
+		// The room may have gone since: its deletion's event, written
+		// before this, took its webhooks with it.
+		if _, err := s.Store.Room(ctx, h.Room); err != nil {
+			return err
+		}
 		all, err := roomHooks(ctx, c, h.Room)
 		if err != nil {
 			return err
@@ -308,15 +314,16 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 		if _, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO hook_stats (room, hook) VALUES (?, ?)`, h.Room, h.Name); err != nil {
 			return err
 		}
+		var subs []hookSub
 		for _, w := range all {
 			subs = append(subs, hookSub{w.Name, w.Events})
 		}
+		reg.set(h.Room, subs) // on the writer's goroutine, in commit order
 		return nil
 	})
 	if err != nil {
 		return waitroom.Webhook{}, false, err
 	}
-	reg.set(h.Room, subs)
 	return h, created, nil
 }
 
@@ -359,10 +366,9 @@ func (s *Store) Webhooks(ctx context.Context, room string) ([]waitroom.Webhook, 
 // DeleteWebhook implements waitroom.Hooks.
 func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 	reg := &s.w.hooks
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	var subs []hookSub
-	err := s.hooksTx(ctx, "delete a webhook", func(c *sql.Conn) error {
+	reg.puts.Lock()
+	defer reg.puts.Unlock()
+	return s.hooksTx(ctx, "delete a webhook", func(c *sql.Conn) error {
 		res, err := c.ExecContext(ctx, `DELETE FROM webhooks WHERE room = ? AND name = ?`, room, name)
 		if err != nil {
 			return err
@@ -376,16 +382,16 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 			}
 		}
 		all, err := roomHooks(ctx, c, room)
+		if err != nil {
+			return err
+		}
+		var subs []hookSub
 		for _, w := range all {
 			subs = append(subs, hookSub{w.Name, w.Events})
 		}
-		return err
+		reg.set(room, subs)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	reg.set(room, subs)
-	return nil
 }
 
 // HookRooms implements waitroom.Hooks.

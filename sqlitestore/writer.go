@@ -16,6 +16,10 @@ import (
 // batch is the changes committed together in one transaction.
 type batch struct {
 	events []*waitroom.Event
+	// msgs holds, aligned with events, the webhook messages of events of
+	// rooms with webhooks (nil for the others, and nil while none has
+	// any), made by the callers rather than the committer.
+	msgs [][]waitroom.HookMessage
 	// ops run in the batch's transaction after its events (exec).
 	ops []*batchOp
 	// lead holds the one right to commit, passed from batch to batch: the
@@ -181,12 +185,22 @@ func (w *writer) runOps(ctx context.Context, ops []*batchOp) error {
 // Append implements memstore.Journal. The function it returns may be
 // called any number of times, from any goroutine.
 func (w *writer) Append(ev *waitroom.Event) func() error {
+	var msgs []waitroom.HookMessage
+	if ev.Kind != waitroom.EventDeleted && len(w.hooks.get(ev.Room)) > 0 {
+		msgs = waitroom.HookMessages(*ev)
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return func() error { return errClosed }
 	}
 	b := w.cur
+	if msgs != nil || b.msgs != nil {
+		if b.msgs == nil {
+			b.msgs = make([][]waitroom.HookMessage, len(b.events), cap(b.events))
+		}
+		b.msgs = append(b.msgs, msgs)
+	}
 	b.events = append(b.events, ev)
 	if !w.busy {
 		w.busy = true
@@ -225,13 +239,13 @@ func (w *writer) commit(b *batch) {
 			_, _ = w.stmts["rollback"].ExecContext(context.Background())
 		}
 	}()
-	b.err = w.write(b.events, b.ops)
+	b.err = w.write(b.events, b.msgs, b.ops)
 }
 
 // handOn finishes b and passes the right to commit to the batch that
 // gathered while b was written.
 func (w *writer) handOn(b *batch) {
-	b.events, b.ops = nil, nil
+	b.events, b.msgs, b.ops = nil, nil, nil
 	close(b.done)
 	w.mu.Lock()
 	w.inflight = nil
@@ -244,7 +258,7 @@ func (w *writer) handOn(b *batch) {
 }
 
 // write commits a batch in one transaction.
-func (w *writer) write(events []*waitroom.Event, ops []*batchOp) (err error) {
+func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, ops []*batchOp) (err error) {
 	ctx := context.Background()
 	if _, err := w.stmts["begin"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -259,11 +273,15 @@ func (w *writer) write(events []*waitroom.Event, ops []*batchOp) (err error) {
 	w.inserts, w.tasks = w.inserts[:0], w.tasks[:0]
 	last := make(map[string]int64, 1)
 	counts := make(map[string]*waitroom.Event, 1) // each room's latest event, nil after a delete
-	for _, ev := range events {
+	for i, ev := range events {
 		if err := w.event(ctx, ev); err != nil {
 			return fmt.Errorf("write %s event of room %q: %w", ev.Kind, ev.Room, err)
 		}
-		if err := w.outbox(ctx, ev); err != nil {
+		var ms []waitroom.HookMessage
+		if msgs != nil {
+			ms = msgs[i]
+		}
+		if err := w.outbox(ctx, ev, ms); err != nil {
 			return fmt.Errorf("write the webhook deliveries of room %q: %w", ev.Room, err)
 		}
 		if ev.LastTicket > last[ev.Room] {
