@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,14 +14,19 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// The webhook outbox. The group-commit writer turns the events of a room
-// with webhooks into deliveries (one row per message and endpoint) in the
-// transaction that commits the change, so a change on disk always has its
-// deliveries on disk. Everything else that writes (webhooks put and
-// deleted, outcomes, replays) rides the next group commit too (writer.exec),
-// so it never contends with the writer for SQLite's lock. Claims live in
-// memory: one process holds the file, and when it dies its claims die with
-// it, which is what a lapsed lease means anyway.
+// The webhook outbox, as a log. The group-commit writer appends the
+// webhook messages of each room's events in a batch to hook_log, one row
+// per room and batch, in the transaction that commits the changes: a
+// change on disk always has its messages on disk, and a join pays for a
+// few dozen bytes in a row it shares, not for a row of its own. Each
+// webhook reads the log from its cursor (hook_cursor: every message of
+// the room up to it is settled for that webhook); a delivery that fails
+// becomes a row of hook_tasks (retries) and one given up on a row of
+// hook_dead, and rows of the log every cursor has passed are deleted.
+// Everything but the log rides the next group commit too (writer.exec),
+// so nothing contends with the writer for SQLite's lock. Claims live in
+// memory (outbox.go): one process holds the file, and when it dies its
+// claims die with it, which is what a lapsed lease means anyway.
 
 var _ waitroom.Hooks = (*Store)(nil)
 
@@ -36,25 +39,42 @@ CREATE TABLE IF NOT EXISTS webhooks (
 	PRIMARY KEY (room, name)
 ) WITHOUT ROWID;
 
--- One delivery of message mid (webhook-id msg_<mid>) to webhook hook,
--- due at next_at. Rows are appended in rowid order and found by the one
--- small index: a WITHOUT ROWID table keyed by (room, hook, mid) costs
--- more, its wide rows splitting pages on every insert.
+-- The messages of a room's events in one commit: first_mid..last_mid
+-- (webhook-id msg_<room>_<mid>), one per line of msgs: type, at, data
+-- (JSON), tab-separated.
+CREATE TABLE IF NOT EXISTS hook_log (
+	id        INTEGER PRIMARY KEY,
+	room      TEXT NOT NULL,
+	first_mid INTEGER NOT NULL,
+	last_mid  INTEGER NOT NULL,
+	msgs      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hook_log_room ON hook_log (room, last_mid);
+
+-- Per webhook: every message of the room up to mid is settled for it.
+CREATE TABLE IF NOT EXISTS hook_cursor (
+	room TEXT NOT NULL,
+	hook TEXT NOT NULL,
+	mid  INTEGER NOT NULL,
+	PRIMARY KEY (room, hook)
+) WITHOUT ROWID;
+
+-- A delivery that failed, due again at next_at (or replayed).
 CREATE TABLE IF NOT EXISTS hook_tasks (
-	id         INTEGER PRIMARY KEY,
 	room       TEXT NOT NULL,
 	hook       TEXT NOT NULL,
 	mid        INTEGER NOT NULL,
 	type       TEXT NOT NULL,
 	at         INTEGER NOT NULL,
 	data       TEXT NOT NULL,
-	attempts   INTEGER NOT NULL DEFAULT 0,
+	attempts   INTEGER NOT NULL,
 	next_at    INTEGER NOT NULL,
-	last_error TEXT NOT NULL DEFAULT '',
-	dead_at    INTEGER NOT NULL DEFAULT 0,
-	replayed   INTEGER NOT NULL DEFAULT 0
+	last_error TEXT NOT NULL,
+	dead_at    INTEGER NOT NULL,
+	replayed   INTEGER NOT NULL,
+	PRIMARY KEY (room, hook, mid)
 );
-CREATE UNIQUE INDEX IF NOT EXISTS hook_tasks_key ON hook_tasks (room, hook, mid);
+
 -- Dead letters: deliveries given up on (dead_at), until replayed.
 CREATE TABLE IF NOT EXISTS hook_dead (
 	room       TEXT NOT NULL,
@@ -69,7 +89,7 @@ CREATE TABLE IF NOT EXISTS hook_dead (
 	dead_at    INTEGER NOT NULL,
 	replayed   INTEGER NOT NULL,
 	PRIMARY KEY (room, hook, mid)
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS hook_dead_newest ON hook_dead (room, dead_at, mid, hook);
 
 CREATE TABLE IF NOT EXISTS hook_stats (
@@ -83,11 +103,12 @@ CREATE TABLE IF NOT EXISTS hook_stats (
 	PRIMARY KEY (room, hook)
 ) WITHOUT ROWID;
 
--- The last message number given: webhook-ids are never reused.
+-- Per room, the last message number given: kept when the room goes, so
+-- no webhook-id is ever reused.
 CREATE TABLE IF NOT EXISTS hook_seq (
-	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	room TEXT PRIMARY KEY,
 	last INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 `
 
 // hookSub is what the writer needs of a webhook.
@@ -136,15 +157,15 @@ func (r *hookRegistry) set(room string, subs []hookSub) {
 	r.subs.Store(&m)
 }
 
-// loadHooks reads every webhook, by room, and the last message number,
-// at open.
-func loadHooks(ctx context.Context, db *sql.DB) (map[string][]hookSub, int64, error) {
+// loadHooks reads every webhook, by room, and each room's last message
+// number, at open.
+func loadHooks(ctx context.Context, db *sql.DB) (map[string][]hookSub, map[string]int64, error) {
 	if _, err := db.ExecContext(ctx, hooksSchema); err != nil {
-		return nil, 0, fmt.Errorf("create webhook tables: %w", err)
+		return nil, nil, fmt.Errorf("create webhook tables: %w", err)
 	}
 	rows, err := db.QueryContext(ctx, `SELECT room, json FROM webhooks ORDER BY room, name`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read webhooks: %w", err)
+		return nil, nil, fmt.Errorf("read webhooks: %w", err)
 	}
 	defer rows.Close()
 	by := map[string][]hookSub{}
@@ -152,97 +173,105 @@ func loadHooks(ctx context.Context, db *sql.DB) (map[string][]hookSub, int64, er
 		var room, js string
 		var w waitroom.Webhook
 		if err := rows.Scan(&room, &js); err != nil {
-			return nil, 0, fmt.Errorf("read webhooks: %w", err)
+			return nil, nil, fmt.Errorf("read webhooks: %w", err)
 		}
 		if err := json.Unmarshal([]byte(js), &w); err != nil {
-			return nil, 0, fmt.Errorf("read webhook of room %q: %w", room, err)
+			return nil, nil, fmt.Errorf("read webhook of room %q: %w", room, err)
 		}
 		by[room] = append(by[room], hookSub{w.Name, w.Events})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read webhooks: %w", err)
+		return nil, nil, fmt.Errorf("read webhooks: %w", err)
 	}
-	var last int64
-	err = db.QueryRowContext(ctx, `SELECT last FROM hook_seq WHERE id = 1`).Scan(&last)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, fmt.Errorf("read the last webhook message number: %w", err)
+	seqs := map[string]int64{}
+	srows, err := db.QueryContext(ctx, `SELECT room, last FROM hook_seq`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the last webhook message numbers: %w", err)
 	}
-	return by, last, nil
+	defer srows.Close()
+	for srows.Next() {
+		var room string
+		var last int64
+		if err := srows.Scan(&room, &last); err != nil {
+			return nil, nil, fmt.Errorf("read the last webhook message numbers: %w", err)
+		}
+		seqs[room] = last
+	}
+	return by, seqs, srows.Err()
 }
 
 // hookStatements are the writer's outbox statements.
 var hookStatements = map[string]string{
-	"putSeq":    `INSERT INTO hook_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = max(last, excluded.last)`,
-	"delHooks":  `DELETE FROM webhooks WHERE room = ?`,
-	"delTasks":  `DELETE FROM hook_tasks WHERE room = ?`,
-	"delDead":   `DELETE FROM hook_dead WHERE room = ?`,
-	"delHStats": `DELETE FROM hook_stats WHERE room = ?`,
+	"putLog": `INSERT INTO hook_log (room, first_mid, last_mid, msgs) VALUES (?, ?, ?, ?)`,
+	"putSeq": `INSERT INTO hook_seq (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
 }
 
-// outbox writes ev's deliveries in the writer's transaction. A deleted
-// room's webhooks and deliveries go with it.
+// roomHookTables are the tables a deleted room's webhooks go with.
+var roomHookTables = []string{"webhooks", "hook_log", "hook_cursor", "hook_tasks", "hook_dead", "hook_stats"}
+
+// logBuf is a room's messages of the batch being written.
+type logBuf struct {
+	first, last int64
+	msgs        []byte
+}
+
+// outbox adds ev's messages to its room's log row of this batch. A
+// deleted room's webhooks and outbox go with it.
 func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs []waitroom.HookMessage) error {
-	subs := w.hooks.get(ev.Room)
-	if len(subs) == 0 {
+	if len(w.hooks.get(ev.Room)) == 0 {
 		return nil
 	}
 	if ev.Kind == waitroom.EventDeleted {
-		if err := w.flushTasks(ctx); err != nil {
-			return err
-		}
-		for _, st := range []string{"delHooks", "delTasks", "delDead", "delHStats"} {
-			if _, err := w.stmts[st].ExecContext(ctx, ev.Room); err != nil {
+		delete(w.logs, ev.Room)
+		for _, t := range roomHookTables {
+			if _, err := w.conn.ExecContext(ctx, `DELETE FROM `+t+` WHERE room = ?`, ev.Room); err != nil {
 				return fmt.Errorf("delete the webhooks of room %q: %w", ev.Room, err)
 			}
 		}
 		w.hooks.set(ev.Room, nil)
+		if w.roomGone != nil {
+			w.roomGone(ev.Room)
+		}
 		return nil
 	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	lb := w.logs[ev.Room]
+	if lb == nil {
+		lb = &logBuf{first: w.mids[ev.Room] + 1}
+		w.logs[ev.Room] = lb
+	}
 	for _, m := range msgs {
-		w.mid++
-		at := m.At.UnixMilli()
-		for _, h := range subs {
-			if !h.wants(m.Type) {
-				continue
-			}
-			w.tasks = append(w.tasks, ev.Room, h.name, w.mid, m.Type, at, string(m.Data), at)
-			if len(w.tasks) == maxTaskRows*taskInsertColumns {
-				if err := w.flushTasks(ctx); err != nil {
-					return err
-				}
-			}
-		}
+		w.mids[ev.Room]++
+		lb.last = w.mids[ev.Room]
+		lb.msgs = appendLogLine(lb.msgs, m)
 	}
 	return nil
 }
 
-// taskInsertColumns is the number of values of one hook_tasks row, and
-// maxTaskRows the most rows of one INSERT.
-const (
-	taskInsertColumns = 7
-	maxTaskRows       = 256
-)
+// appendLogLine appends one message as a line of a log row: type, time
+// and data, tab-separated (JSON holds no raw tab or newline).
+func appendLogLine(b []byte, m waitroom.HookMessage) []byte {
+	b = append(b, m.Type...)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, m.At.UnixMilli(), 10)
+	b = append(b, '\t')
+	b = append(b, m.Data...)
+	return append(b, '\n')
+}
 
-// flushTasks writes the gathered deliveries in multi-row INSERTs.
-func (w *writer) flushTasks(ctx context.Context) error {
-	for len(w.tasks) > 0 {
-		rows := min(len(w.tasks)/taskInsertColumns, maxTaskRows)
-		st := w.taskMulti[rows]
-		if st == nil {
-			q := `INSERT OR IGNORE INTO hook_tasks (room, hook, mid, type, at, data, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)` +
-				strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", rows-1)
-			var err error
-			if st, err = w.conn.PrepareContext(ctx, q); err != nil {
-				return fmt.Errorf("prepare insert of %d deliveries: %w", rows, err)
-			}
-			w.taskMulti[rows] = st
+// flushLog writes the batch's log rows and message numbers.
+func (w *writer) flushLog(ctx context.Context) error {
+	for room, lb := range w.logs {
+		if _, err := w.stmts["putLog"].ExecContext(ctx, room, lb.first, lb.last, string(lb.msgs)); err != nil {
+			return fmt.Errorf("write the webhook log of room %q: %w", room, err)
 		}
-		if _, err := st.ExecContext(ctx, w.tasks[:rows*taskInsertColumns]...); err != nil {
-			return fmt.Errorf("insert %d deliveries: %w", rows, err)
+		if _, err := w.stmts["putSeq"].ExecContext(ctx, room, lb.last); err != nil {
+			return fmt.Errorf("write the last webhook message number of room %q: %w", room, err)
 		}
-		w.tasks = w.tasks[rows*taskInsertColumns:]
+		delete(w.logs, room)
 	}
-	w.tasks = w.tasks[:0]
 	return nil
 }
 
@@ -259,18 +288,6 @@ func (s *Store) hooksTx(ctx context.Context, what string, fn func(*sql.Conn) err
 		return err
 	}
 	return waitroom.Unavailable(err, "sqlitestore: "+what)
-}
-
-// claims are the deliveries claimed in this process: room, webhook and
-// message number → claimed until (unix ms).
-type claims struct {
-	mu sync.Mutex
-	m  map[claimKey]int64
-}
-
-type claimKey struct {
-	room, hook string
-	mid        int64
 }
 
 // PutWebhook implements waitroom.Hooks.
@@ -312,6 +329,10 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 			return err
 		}
 		if _, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO hook_stats (room, hook) VALUES (?, ?)`, h.Room, h.Name); err != nil {
+			return err
+		}
+		// A new webhook reads the log from the room's next message.
+		if _, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO hook_cursor (room, hook, mid) VALUES (?, ?, ?)`, h.Room, h.Name, s.w.mids[h.Room]); err != nil {
 			return err
 		}
 		var subs []hookSub
@@ -376,11 +397,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return waitroom.Errorf(waitroom.CodeNotFound, "Room %q has no webhook %q.", room, name)
 		}
-		for _, q := range []string{`DELETE FROM hook_tasks WHERE room = ? AND hook = ?`, `DELETE FROM hook_dead WHERE room = ? AND hook = ?`, `DELETE FROM hook_stats WHERE room = ? AND hook = ?`} {
-			if _, err := c.ExecContext(ctx, q, room, name); err != nil {
+		for _, t := range roomHookTables[2:] {
+			if _, err := c.ExecContext(ctx, `DELETE FROM `+t+` WHERE room = ? AND hook = ?`, room, name); err != nil {
 				return err
 			}
 		}
+		s.ob.drop(room, name)
 		all, err := roomHooks(ctx, c, room)
 		if err != nil {
 			return err
@@ -408,260 +430,4 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-const taskColumns = `hook, mid, type, at, data, attempts, next_at, last_error, dead_at, replayed`
-
-func scanTask(room string, sc interface{ Scan(...any) error }) (waitroom.Delivery, int64, error) {
-	var d waitroom.Delivery
-	var mid, at, next, dead, replayed int64
-	var data string
-	if err := sc.Scan(&d.Hook, &mid, &d.Message.Type, &at, &data, &d.Attempts, &next, &d.LastError, &dead, &replayed); err != nil {
-		return d, 0, err
-	}
-	d.Room = room
-	d.Message.ID = "msg_" + strconv.FormatInt(mid, 10)
-	d.Message.At = time.UnixMilli(at).UTC()
-	d.Message.Data = json.RawMessage(data)
-	if replayed > 0 {
-		d.Replayed = time.UnixMilli(replayed).UTC()
-	}
-	if dead > 0 {
-		d.DeadAt = time.UnixMilli(dead).UTC()
-	} else {
-		d.NextAt = time.UnixMilli(next).UTC()
-	}
-	return d, mid, nil
-}
-
-// ClaimDeliveries implements waitroom.Hooks. It reads the due rows and
-// skips those claimed here; a claim is not written.
-func (s *Store) ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
-	if err := s.Store.Ping(ctx); err != nil {
-		return nil, err
-	}
-	if n <= 0 || len(s.w.hooks.get(room)) == 0 {
-		return nil, nil
-	}
-	c := &s.claims
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[claimKey]int64{}
-	}
-	t := now.UnixMilli()
-	held := 0
-	for k, until := range c.m {
-		switch {
-		case until <= t:
-			delete(c.m, k)
-		case k.room == room && (hook == "" || k.hook == hook):
-			held++
-		}
-	}
-	q := `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND hook = ? AND next_at <= ? ORDER BY mid LIMIT ?`
-	args := []any{room, hook, t, n + held}
-	if hook == "" {
-		q = `SELECT ` + taskColumns + ` FROM hook_tasks WHERE room = ? AND next_at <= ? ORDER BY mid, hook LIMIT ?`
-		args = []any{room, t, n + held}
-	}
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
-	}
-	defer rows.Close()
-	var out []waitroom.Delivery
-	until := now.Add(lease).UnixMilli()
-	for rows.Next() && len(out) < n {
-		d, mid, err := scanTask(room, rows)
-		if err != nil {
-			return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
-		}
-		k := claimKey{room, d.Hook, mid}
-		if _, ok := c.m[k]; ok {
-			continue
-		}
-		c.m[k] = until
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, waitroom.Unavailable(err, "sqlitestore: claim deliveries")
-	}
-	return out, nil
-}
-
-// unclaim forgets the claims of settled deliveries.
-func (s *Store) unclaim(room string, outs []waitroom.DeliveryOutcome) {
-	c := &s.claims
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, o := range outs {
-		if mid, ok := messageNumber(o.ID); ok {
-			delete(c.m, claimKey{room, o.Hook, mid})
-		}
-	}
-}
-
-// messageNumber parses a message ID this store gave.
-func messageNumber(id string) (int64, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(id, "msg_"), 10, 64)
-	return n, err == nil && strings.HasPrefix(id, "msg_") && n > 0
-}
-
-// SettleDeliveries implements waitroom.Hooks.
-func (s *Store) SettleDeliveries(ctx context.Context, room string, outs []waitroom.DeliveryOutcome, now time.Time) error {
-	if len(outs) == 0 {
-		return nil
-	}
-	t := now.UnixMilli()
-	defer s.unclaim(room, outs)
-	return s.hooksTx(ctx, "settle deliveries", func(c *sql.Conn) error {
-		for _, o := range outs {
-			mid, ok := messageNumber(o.ID)
-			if !ok {
-				continue
-			}
-			var res sql.Result
-			var err error
-			switch {
-			case o.OK:
-				res, err = c.ExecContext(ctx, `DELETE FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, room, o.Hook, mid)
-			case o.Dead:
-				res, err = c.ExecContext(ctx, `INSERT INTO hook_dead SELECT room, hook, mid, type, at, data, attempts + 1, next_at, ?, ?, replayed
-					FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, o.Error, t, room, o.Hook, mid)
-				if err == nil {
-					_, err = c.ExecContext(ctx, `DELETE FROM hook_tasks WHERE room = ? AND hook = ? AND mid = ?`, room, o.Hook, mid)
-				}
-			default:
-				res, err = c.ExecContext(ctx, `UPDATE hook_tasks SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE room = ? AND hook = ? AND mid = ?`,
-					o.Error, o.Next.UnixMilli(), room, o.Hook, mid)
-			}
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
-			}
-			if o.OK {
-				_, err = c.ExecContext(ctx, `UPDATE hook_stats SET delivered = delivered + 1, last_ok_at = ? WHERE room = ? AND hook = ?`, t, room, o.Hook)
-			} else {
-				_, err = c.ExecContext(ctx, `UPDATE hook_stats SET failed = failed + 1, last_error = ?, last_error_at = ? WHERE room = ? AND hook = ?`, o.Error, t, room, o.Hook)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// DeadLetters implements waitroom.Hooks. The cursor is the last letter's
-// dead time, message number and webhook.
-func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page) ([]waitroom.Delivery, string, error) {
-	if err := s.Store.Ping(ctx); err != nil {
-		return nil, "", err
-	}
-	q := `SELECT ` + taskColumns + ` FROM hook_dead WHERE room = ?`
-	args := []any{room}
-	if page.After != "" {
-		var at, mid int64
-		var hook string
-		if _, err := fmt.Sscanf(page.After, "%d.%d.%s", &at, &mid, &hook); err != nil {
-			return nil, "", waitroom.Errorf(waitroom.CodeInvalidRequest, "Cursor %q is not one this listing gave.", page.After)
-		}
-		q += ` AND (dead_at, mid, hook) < (?, ?, ?)`
-		args = append(args, at, mid, hook)
-	}
-	size := page.Size()
-	q += ` ORDER BY dead_at DESC, mid DESC, hook DESC LIMIT ?`
-	args = append(args, size+1)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, "", waitroom.Unavailable(err, "sqlitestore: read dead letters")
-	}
-	defer rows.Close()
-	var out []waitroom.Delivery
-	var mids []int64
-	for rows.Next() {
-		d, mid, err := scanTask(room, rows)
-		if err != nil {
-			return nil, "", waitroom.Unavailable(err, "sqlitestore: read dead letters")
-		}
-		out = append(out, d)
-		mids = append(mids, mid)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", waitroom.Unavailable(err, "sqlitestore: read dead letters")
-	}
-	next := ""
-	if len(out) > size {
-		out = out[:size]
-		l := out[size-1]
-		next = fmt.Sprintf("%d.%d.%s", l.DeadAt.UnixMilli(), mids[size-1], l.Hook)
-	}
-	return out, next, nil
-}
-
-// ReplayDeadLetters implements waitroom.Hooks.
-func (s *Store) ReplayDeadLetters(ctx context.Context, room string, ids []string, now time.Time) (int, error) {
-	n := 0
-	err := s.hooksTx(ctx, "replay dead letters", func(c *sql.Conn) error {
-		const move = `INSERT INTO hook_tasks (room, hook, mid, type, at, data, attempts, next_at, last_error, dead_at, replayed)
-			SELECT room, hook, mid, type, at, data, 0, ?1, '', 0, ?1 FROM hook_dead WHERE room = ?2`
-		const drop = `DELETE FROM hook_dead WHERE room = ?2`
-		replay := func(cond string, args ...any) error {
-			res, err := c.ExecContext(ctx, move+cond, args...)
-			if err != nil {
-				return err
-			}
-			k, _ := res.RowsAffected()
-			n += int(k)
-			_, err = c.ExecContext(ctx, drop+cond, args...)
-			return err
-		}
-		if len(ids) == 0 {
-			return replay("", now.UnixMilli(), room)
-		}
-		for _, id := range ids {
-			if mid, ok := messageNumber(id); ok {
-				if err := replay(` AND mid = ?3`, now.UnixMilli(), room, mid); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	return n, err
-}
-
-// HookStats implements waitroom.Hooks.
-func (s *Store) HookStats(ctx context.Context, room string) (map[string]waitroom.HookStats, error) {
-	if err := s.Store.Ping(ctx); err != nil {
-		return nil, err
-	}
-	out := map[string]waitroom.HookStats{}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT hook, delivered, failed, last_error, last_error_at, last_ok_at,
-		(SELECT count(*) FROM hook_tasks t WHERE t.room = s.room AND t.hook = s.hook),
-		(SELECT count(*) FROM hook_dead t WHERE t.room = s.room AND t.hook = s.hook)
-		FROM hook_stats s WHERE room = ?`, room)
-	if err != nil {
-		return nil, waitroom.Unavailable(err, "sqlitestore: read webhook stats")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var st waitroom.HookStats
-		var errAt, okAt int64
-		if err := rows.Scan(&name, &st.Delivered, &st.Failed, &st.LastError, &errAt, &okAt, &st.Pending, &st.Dead); err != nil {
-			return nil, waitroom.Unavailable(err, "sqlitestore: read webhook stats")
-		}
-		if errAt > 0 {
-			st.LastErrorAt = time.UnixMilli(errAt).UTC()
-		}
-		if okAt > 0 {
-			st.LastDelivered = time.UnixMilli(okAt).UTC()
-		}
-		out[name] = st
-	}
-	return out, rows.Err()
 }

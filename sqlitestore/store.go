@@ -45,8 +45,8 @@ type Store struct {
 	closeErr error
 	// ledgerConn is the console ledger's own write handle (see ledger.go).
 	ledgerConn ledgerConn
-	// claims are the webhook deliveries claimed in this process (hooks.go).
-	claims claims
+	// ob is the webhook outbox's cursors and claims (outbox.go).
+	ob outbox
 }
 
 var _ waitroom.Store = (*Store)(nil)
@@ -127,7 +127,7 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	if err := createLedger(ctx, s.wdb); err != nil {
 		return err
 	}
-	hooks, lastMessage, err := loadHooks(ctx, s.wdb)
+	hooks, mids, err := loadHooks(ctx, s.wdb)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,8 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 		return err
 	}
 	s.w.hooks.subs.Store(&hooks)
-	s.w.mid, s.w.midWritten = lastMessage, lastMessage
+	s.w.mids = mids
+	s.w.roomGone = s.ob.roomGone
 	// The journal is attached after loading: restoring writes nothing.
 	memstore.WithJournal(s.w)(mem)
 	s.Store = mem

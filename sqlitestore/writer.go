@@ -59,14 +59,14 @@ type writer struct {
 	// ones (by the holder of the right to commit only).
 	uses int
 
-	// hooks is each room's webhooks; mid is the last webhook message
-	// number given and midWritten the last on disk (both by the holder
-	// of the right to commit only).
-	hooks           hookRegistry
-	mid, midWritten int64
-	// tasks holds deliveries not yet written, for multi-row INSERTs.
-	tasks     []any
-	taskMulti map[int]*sql.Stmt
+	// hooks is each room's webhooks. mids is each room's last webhook
+	// message number given and logs the batch's messages by room (both
+	// by the holder of the right to commit only). roomGone is told of a
+	// room with webhooks deleted (its outbox's claims go).
+	hooks    hookRegistry
+	mids     map[string]int64
+	logs     map[string]*logBuf
+	roomGone func(room string)
 
 	mu       sync.Mutex
 	cur      *batch // gathering
@@ -114,7 +114,7 @@ var statements = map[string]string{
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), taskMulti: make(map[int]*sql.Stmt), counted: make(map[string][4]int64), cur: newBatch()}
+	w := &writer{conn: conn, stmts: make(map[string]*sql.Stmt), multi: make(map[int]*sql.Stmt), mids: map[string]int64{}, logs: map[string]*logBuf{}, counted: make(map[string][4]int64), cur: newBatch()}
 	for name, q := range hookStatements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -270,7 +270,8 @@ func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, 
 			}
 		}
 	}()
-	w.inserts, w.tasks = w.inserts[:0], w.tasks[:0]
+	w.inserts = w.inserts[:0]
+	clear(w.logs)
 	last := make(map[string]int64, 1)
 	counts := make(map[string]*waitroom.Event, 1) // each room's latest event, nil after a delete
 	for i, ev := range events {
@@ -310,7 +311,7 @@ func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, 
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
-	if err := w.flushTasks(ctx); err != nil {
+	if err := w.flushLog(ctx); err != nil {
 		return err
 	}
 	if err := w.runOps(ctx, ops); err != nil {
@@ -321,15 +322,9 @@ func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, 
 			return fmt.Errorf("write last ticket of room %q: %w", room, err)
 		}
 	}
-	if w.mid != w.midWritten {
-		if _, err := w.stmts["putSeq"].ExecContext(ctx, w.mid); err != nil {
-			return fmt.Errorf("write the last webhook message number: %w", err)
-		}
-	}
 	if _, err := w.stmts["commit"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	w.midWritten = w.mid
 	for room, c := range written { // only once they are on disk
 		w.counted[room] = c
 	}
@@ -508,9 +503,6 @@ func (w *writer) close() {
 				st.Close()
 			}
 			for _, st := range w.multi {
-				st.Close()
-			}
-			for _, st := range w.taskMulti {
 				st.Close()
 			}
 			return
