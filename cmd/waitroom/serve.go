@@ -349,7 +349,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	// The webhook deliverer, like the sweeper, outlives ctx until the
 	// HTTP server has drained.
-	kickHooks, stopHooks := startWebhooks(sweepCtx, store, cfg, clock, logger)
+	kickHooks, stopHooks := startWebhooks(sweepCtx, store, cfg, clock, logger, reg)
 	defer stopHooks()
 
 	// The outage monitor pings the store; under the open policy the pages

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -251,6 +252,16 @@ func TestWebhooksSurviveKill(t *testing.T) {
 	}
 	if phantom > 0 {
 		t.Fatalf("events of %d sessions the store does not hold", phantom)
+	}
+	// The last process's own deliveries show in its metrics.
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if m := regexp.MustCompile(`(?m)^waitroom_webhook_delivered_total ([0-9.e+]+)$`).FindSubmatch(metricsText); m == nil || string(m[1]) == "0" {
+		t.Fatalf("metrics lack deliveries: %s", regexp.MustCompile(`(?m)^waitroom_webhook.*$`).FindAll(metricsText, -1))
 	}
 	t.Logf("%d acknowledged joins; %d events delivered (%d sessions), %d repeated deliveries (same webhook-id, after a kill), %d tries refused by the flaky receiver; endpoint stats %+v",
 		acked, n, len(by), repeats, refused, stats)
