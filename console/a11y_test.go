@@ -347,6 +347,7 @@ func TestConsoleAccessible(t *testing.T) {
 	tb.waitFor("the live room view", `location.hash === "#/rooms/demo" && document.querySelector("#live-status").textContent === "Live."`)
 	tb.waitFor("the headline", `document.querySelector("#stat-waiting").textContent === "7"`)
 	tb.focusOn("the room view opened", "#room-title")
+	tb.waitFor("the webhooks panel", `document.querySelector('#webhooks-list li[data-webhook="orders"]') && document.querySelector('#dead-list li[data-dead="msg_7"]')`)
 	tb.audit("room view")
 
 	// Pause: Tab to it, Enter opens the dialog with the focus in it,

@@ -43,24 +43,28 @@ func (a *asset) withHash(name string) *asset {
 // hashed names, so a new release is fetched at once while an unchanged
 // file is cached for a year; everything else is revalidated each time.
 var (
-	appJS     = newAsset(mustRead("app.js"), "text/javascript; charset=utf-8").withHash("app.js")
-	invitesJS = newAsset(mustRead("invites.js"), "text/javascript; charset=utf-8").withHash("invites.js")
-	appCSS    = newAsset(mustRead("app.css"), "text/css; charset=utf-8").withHash("app.css")
-	indexHTML = newAsset([]byte(strings.NewReplacer(
+	appJS      = newAsset(mustRead("app.js"), "text/javascript; charset=utf-8").withHash("app.js")
+	invitesJS  = newAsset(mustRead("invites.js"), "text/javascript; charset=utf-8").withHash("invites.js")
+	webhooksJS = newAsset(mustRead("webhooks.js"), "text/javascript; charset=utf-8").withHash("webhooks.js")
+	appCSS     = newAsset(mustRead("app.css"), "text/css; charset=utf-8").withHash("app.css")
+	indexHTML  = newAsset([]byte(strings.NewReplacer(
 		"{{app.js}}", appJS.hashed,
 		"{{invites.js}}", invitesJS.hashed,
+		"{{webhooks.js}}", webhooksJS.hashed,
 		"{{app.css}}", appCSS.hashed,
 	).Replace(string(mustRead("index.html")))), "text/html; charset=utf-8")
 
 	assetsByPath = map[string]*asset{
-		Prefix:                indexHTML,
-		Prefix + "index.html": indexHTML,
-		Prefix + "app.js":     appJS,
-		Prefix + "invites.js": invitesJS,
-		Prefix + "app.css":    appCSS,
-		appJS.hashed:          appJS,
-		invitesJS.hashed:      invitesJS,
-		appCSS.hashed:         appCSS,
+		Prefix:                 indexHTML,
+		Prefix + "index.html":  indexHTML,
+		Prefix + "app.js":      appJS,
+		Prefix + "invites.js":  invitesJS,
+		Prefix + "webhooks.js": webhooksJS,
+		Prefix + "app.css":     appCSS,
+		appJS.hashed:           appJS,
+		invitesJS.hashed:       invitesJS,
+		webhooksJS.hashed:      webhooksJS,
+		appCSS.hashed:          appCSS,
 	}
 )
 

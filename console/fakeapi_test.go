@@ -159,6 +159,22 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 		f.invites(w, r)
 		return nil
 	})
+	// One webhook, failing, and one dead letter: the Webhooks panel has
+	// something to show (the real routes are driven in
+	// webhooks_browser_test.go).
+	h("GET /v1/rooms/demo/webhooks", func(w http.ResponseWriter, r *http.Request) any {
+		return map[string]any{"webhooks": []map[string]any{{"room": "demo", "name": "orders",
+			"url":    "https://hooks.example.com/waitroom/a-rather-long-path-that-must-wrap-on-a-phone-screen/orders",
+			"events": []string{"session.admitted", "session.ended"}, "created_at": "2030-01-01T00:00:00Z", "updated_at": "2030-01-01T00:00:00Z",
+			"stats": map[string]any{"pending": 2, "dead": 1, "delivered": 40, "failed": 9, "last_error": "HTTP 503 Service Unavailable",
+				"last_error_at": "2030-01-01T01:00:00Z", "last_delivered_at": "2030-01-01T00:30:00Z"}}}}
+	})
+	h("GET /v1/rooms/demo/dead-letters", func(w http.ResponseWriter, r *http.Request) any {
+		return map[string]any{"dead_letters": []map[string]any{{"room": "demo", "webhook": "orders",
+			"message": map[string]any{"id": "msg_7", "type": "session.ended", "timestamp": "2029-12-31T00:00:00Z",
+				"data": map[string]any{"room": "demo", "session": "AAAAAAAAAAUsessionidforfive", "ticket": 5, "status": "served"}},
+			"attempts": 17, "last_error": "HTTP 503 Service Unavailable", "dead_at": "2030-01-01T00:00:00Z"}}, "next": ""}
+	})
 	h("GET /v1/rooms/demo/admin-events", func(w http.ResponseWriter, r *http.Request) any {
 		f.events(w, r)
 		return nil

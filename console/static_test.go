@@ -80,13 +80,17 @@ func TestStaticFiles(t *testing.T) {
 			t.Errorf("index.html contains %q (inline code, or a request elsewhere)", bad)
 		}
 	}
-	hashed := regexp.MustCompile(`/admin/(app|invites)\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
-	if len(hashed) != 3 {
-		t.Fatalf("index.html links %v, want the hashed invites.js, app.js and app.css", hashed)
+	hashed := regexp.MustCompile(`/admin/(app|invites|webhooks)\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
+	if len(hashed) != 4 {
+		t.Fatalf("index.html links %v, want the hashed invites.js, webhooks.js, app.js and app.css", hashed)
 	}
-	// invites.js defines what app.js starts: it must run first.
-	if app := regexp.MustCompile(`/admin/app\.[0-9a-f]{12}\.js`).FindStringIndex(html); app == nil || strings.Index(html, "/admin/invites.") > app[0] {
-		t.Errorf("index.html loads app.js before invites.js")
+	// invites.js and webhooks.js define what app.js starts: they must run
+	// first.
+	app := regexp.MustCompile(`/admin/app\.[0-9a-f]{12}\.js`).FindStringIndex(html)
+	for _, panel := range []string{"invites", "webhooks"} {
+		if i := strings.Index(html, "/admin/"+panel+"."); app == nil || i < 0 || i > app[0] {
+			t.Errorf("index.html loads app.js before %s.js", panel)
+		}
 	}
 	for _, p := range hashed {
 		a := s.do("GET", p, "", nil)

@@ -21,6 +21,7 @@
 //   #session-actions #revoke #front-reason #front #extend-by #extend
 //   #found-audit li[data-audit=ID]
 //   the Invites panel: see invites.js
+//   the Webhooks panel: see webhooks.js
 //   #audit-list li[data-audit=ID] #audit-more #audit-empty
 //   #confirm (dialog) #confirm-title #confirm-text #confirm-changes #confirm-ok #confirm-cancel
 "use strict";
@@ -402,14 +403,20 @@
     $("config-form").hidden = true;
     $("edit").setAttribute("aria-expanded", "false");
     invites.reset();
+    webhooks.reset();
     setText($("live-status"), "Connecting…");
     drawCharts();
     focusHeading("room-title");
     const mine = rv;
     Promise.all([loadRoom(), loadStats(), loadAudit(false), loadState()]).then(() => {
-      if (rv === mine && !mine.gone) connect();
+      if (rv !== mine || mine.gone) return;
+      connect();
+      webhooks.refresh();
     });
-    rv.stateTimer = setInterval(loadState, 10000);
+    rv.stateTimer = setInterval(() => {
+      loadState();
+      webhooks.refresh();
+    }, 10000);
   }
 
   // current reports whether the room view an answer was asked for is
@@ -476,7 +483,11 @@
     es.addEventListener("open", () => setText($("live-status"), "Live."));
     es.addEventListener("stats", parse((d) => applyStats(d, false)));
     es.addEventListener("room", parse(setRoom));
-    es.addEventListener("audit", parse((d) => addAudit($("audit-list"), [d], true)));
+    es.addEventListener("audit", parse((d) => {
+      addAudit($("audit-list"), [d], true);
+      // A webhook changed, here or in another console: show it.
+      if (d && (d.action === "webhook" || d.action === "replay")) webhooks.refresh();
+    }));
     // The server's last word when the room is deleted: stop, rather than
     // reconnect to a room that is gone.
     es.addEventListener("deleted", parse(() => {
@@ -1057,6 +1068,11 @@
   const invites = window.waitroomInvites({ $, el, api, act, showError, notice, fmt, fmtTime, num, roomPath, tiersOf,
     view: () => rv });
 
+  // ---------- webhooks (webhooks.js) ----------
+
+  const webhooks = window.waitroomWebhooks({ $, el, api, act, notice, fmt, fmtTime, num, roomPath, confirmAction,
+    setText, focusLost, view: () => rv });
+
   // ---------- audit log ----------
 
   const AUDIT_SHOWN = 500;
@@ -1097,6 +1113,7 @@
   // actions whose detail the page knows; "" shows the detail as JSON.
   function auditSummary(e) {
     const d = e.detail;
+    if (e.action === "webhook" || e.action === "replay") return webhooks.auditSummary(e);
     if (e.action !== "invites" || !d || typeof d !== "object") return "";
     const n = num(d.count) || 1;
     const uses = num(d.uses) || 1;
