@@ -192,9 +192,10 @@ type HookSession struct {
 	Entry    string     `json:"entry,omitempty"`
 }
 
-// appendJSON appends d as encoding/json encodes it (HookSession's
-// fields in order, empty ones left out as tagged).
-func (d HookSession) appendJSON(b []byte) []byte {
+// AppendJSON appends d as encoding/json encodes it (HookSession's
+// fields in order, empty ones left out as tagged), without reflection:
+// it runs for every event of a room with webhooks.
+func (d HookSession) AppendJSON(b []byte) []byte {
 	b = append(b, `{"room":`...)
 	b = appendJSONString(b, d.Room)
 	b = append(b, `,"session":`...)
@@ -303,27 +304,54 @@ type HookRoom struct {
 	LastTicket int64  `json:"last_ticket"`
 }
 
-// HookMessages returns the webhook events of store event e, in order,
-// without IDs: session.joined for a new session or entrant,
-// session.admitted for one that became active, session.ended for one that
-// ended, room.paused and room.resumed for a configuration event that
-// changed Paused, room.sold_out for the change that sold the last unit and
-// draw.completed for the change that completed a draw. Remote
-// resynchronisation hints and moves inside the line make none.
-func HookMessages(e Event) []HookMessage {
-	var out []HookMessage
-	add := func(typ string, v any) {
-		b, _ := json.Marshal(v)
-		out = append(out, HookMessage{Type: typ, At: e.At, Data: b})
+// HookEvent is one webhook event before it is encoded: Session is set for
+// a session.* event, Room for the others.
+type HookEvent struct {
+	Type    string
+	At      time.Time
+	Session *HookSession
+	Room    *HookRoom
+}
+
+// Message encodes h (without an ID).
+func (h HookEvent) Message() HookMessage {
+	var data []byte
+	if h.Session != nil {
+		data = h.Session.AppendJSON(nil)
+	} else {
+		data, _ = json.Marshal(h.Room)
 	}
-	var buf []byte
+	return HookMessage{Type: h.Type, At: h.At, Data: data}
+}
+
+// HookMessages returns the webhook events of store event e, encoded (see
+// HookEvents).
+func HookMessages(e Event) []HookMessage {
+	evs := HookEvents(e)
+	out := make([]HookMessage, len(evs))
+	for i, h := range evs {
+		out[i] = h.Message()
+	}
+	return out
+}
+
+// HookEvents returns the webhook events of store event e, in order:
+// session.joined for a new session or entrant, session.admitted for one
+// that became active, session.ended for one that ended, room.paused and
+// room.resumed for a configuration event that changed Paused,
+// room.sold_out for the change that sold the last unit and draw.completed
+// for the change that completed a draw. Remote resynchronisation hints
+// and moves inside the line make none. A session that joins and is
+// admitted at once shares one *HookSession between its two events.
+func HookEvents(e Event) []HookEvent {
+	var out []HookEvent
 	for _, c := range e.Changes {
 		s := c.Session
 		if c.From == s.Status {
 			continue // a draw's ticket or an operator's move: no status change
 		}
-		d := HookSession{Room: e.Room, Session: s.ID, Ticket: s.Ticket, Key: s.Key, Tier: s.Tier, Status: s.Status,
-			From: c.From, Reason: s.EndReason, JoinedAt: s.JoinedAt, Waiting: e.Waiting, Active: e.Active}
+		d := &HookSession{Room: e.Room, Session: s.ID, Ticket: s.Ticket, Key: s.Key, Tier: s.Tier, Status: s.Status,
+			From: c.From, Reason: s.EndReason, JoinedAt: s.JoinedAt, Waiting: e.Waiting, Active: e.Active, Entry: s.Entry}
 		if !s.AdmittedAt.IsZero() {
 			t := s.AdmittedAt
 			d.Admitted = &t
@@ -332,40 +360,35 @@ func HookMessages(e Event) []HookMessage {
 			t := s.EndedAt
 			d.EndedAt = &t
 		}
-		d.Entry = s.Entry
-		// Encoded by hand: json.Marshal's reflection was most of what an
-		// outbox write cost a join.
-		buf = d.appendJSON(buf[:0])
-		data := json.RawMessage(string(buf))
 		if c.From == "" {
-			out = append(out, HookMessage{Type: HookSessionJoined, At: e.At, Data: data})
+			out = append(out, HookEvent{Type: HookSessionJoined, At: e.At, Session: d})
 		}
 		switch {
 		case s.Status == StatusActive:
-			out = append(out, HookMessage{Type: HookSessionAdmitted, At: e.At, Data: data})
+			out = append(out, HookEvent{Type: HookSessionAdmitted, At: e.At, Session: d})
 		case s.Status.Final():
-			out = append(out, HookMessage{Type: HookSessionEnded, At: e.At, Data: data})
+			out = append(out, HookEvent{Type: HookSessionEnded, At: e.At, Session: d})
 		}
 	}
-	room := func() HookRoom {
-		r := HookRoom{Room: e.Room, Waiting: e.Waiting, Active: e.Active, Sold: e.Sold, LastTicket: e.LastTicket}
+	room := func() *HookRoom {
+		r := &HookRoom{Room: e.Room, Waiting: e.Waiting, Active: e.Active, Sold: e.Sold, LastTicket: e.LastTicket}
 		if e.Config != nil {
 			r.Paused = e.Config.Paused
 		}
 		return r
 	}
 	if e.Kind == EventConfig && e.Config != nil && e.Config.Paused != e.PausedBefore {
+		typ := HookRoomResumed
 		if e.Config.Paused {
-			add(HookRoomPaused, room())
-		} else {
-			add(HookRoomResumed, room())
+			typ = HookRoomPaused
 		}
+		out = append(out, HookEvent{Type: typ, At: e.At, Room: room()})
 	}
 	if e.SoldOut {
-		add(HookRoomSoldOut, room())
+		out = append(out, HookEvent{Type: HookRoomSoldOut, At: e.At, Room: room()})
 	}
 	if e.DrawDone {
-		add(HookDrawCompleted, room())
+		out = append(out, HookEvent{Type: HookDrawCompleted, At: e.At, Room: room()})
 	}
 	return out
 }

@@ -34,8 +34,8 @@ func TestHookSessionJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := d.appendJSON(nil); string(got) != string(want) {
-			t.Fatalf("appendJSON = %s\nencoding/json = %s", got, want)
+		if got := d.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON = %s\nencoding/json = %s", got, want)
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +39,7 @@ CREATE TABLE IF NOT EXISTS webhooks (
 ) WITHOUT ROWID;
 
 -- The messages of a room's events in one commit: first_mid..last_mid
--- (webhook-id msg_<room>_<mid>), one per line of msgs: type, at, data
--- (JSON), tab-separated.
+-- (webhook-id msg_<room>_<mid>), one per line of msgs (loglines.go).
 CREATE TABLE IF NOT EXISTS hook_log (
 	id        INTEGER PRIMARY KEY,
 	room      TEXT NOT NULL,
@@ -217,7 +215,7 @@ type logBuf struct {
 
 // outbox adds ev's messages to its room's log row of this batch. A
 // deleted room's webhooks and outbox go with it.
-func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs []waitroom.HookMessage) error {
+func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs logLines) error {
 	if len(w.hooks.get(ev.Room)) == 0 {
 		return nil
 	}
@@ -234,7 +232,7 @@ func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs []waitroom
 		}
 		return nil
 	}
-	if len(msgs) == 0 {
+	if msgs.n == 0 {
 		return nil
 	}
 	lb := w.logs[ev.Room]
@@ -242,23 +240,10 @@ func (w *writer) outbox(ctx context.Context, ev *waitroom.Event, msgs []waitroom
 		lb = &logBuf{first: w.mids[ev.Room] + 1}
 		w.logs[ev.Room] = lb
 	}
-	for _, m := range msgs {
-		w.mids[ev.Room]++
-		lb.last = w.mids[ev.Room]
-		lb.msgs = appendLogLine(lb.msgs, m)
-	}
+	w.mids[ev.Room] += int64(msgs.n)
+	lb.last = w.mids[ev.Room]
+	lb.msgs = append(lb.msgs, msgs.b...)
 	return nil
-}
-
-// appendLogLine appends one message as a line of a log row: type, time
-// and data, tab-separated (JSON holds no raw tab or newline).
-func appendLogLine(b []byte, m waitroom.HookMessage) []byte {
-	b = append(b, m.Type...)
-	b = append(b, '\t')
-	b = strconv.AppendInt(b, m.At.UnixMilli(), 10)
-	b = append(b, '\t')
-	b = append(b, m.Data...)
-	return append(b, '\n')
 }
 
 // flushLog writes the batch's log rows and message numbers.

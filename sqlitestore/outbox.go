@@ -233,13 +233,17 @@ func (s *Store) claim(ctx context.Context, room string, h hookSub, now time.Time
 				if mid <= c.sent {
 					continue
 				}
-				m, ok := parseLogLine(line)
-				if ok && m.At.UnixMilli() > t {
+				if at, ok := logLineAt(line); ok && at > t {
 					future = true
 					break
 				}
 				c.sent = mid
-				if !ok || !h.wants(m.Type) {
+				if !h.wants(logLineType(line)) {
+					c.settled[mid] = true
+					continue
+				}
+				m, ok := parseLogLine(room, line)
+				if !ok {
 					c.settled[mid] = true
 					continue
 				}
@@ -259,17 +263,6 @@ func (s *Store) claim(ctx context.Context, room string, h hookSub, now time.Time
 	}
 	c.advance()
 	return out, nil
-}
-
-// parseLogLine reads a line appendLogLine wrote.
-func parseLogLine(line []byte) (waitroom.HookMessage, bool) {
-	typ, rest, ok1 := bytes.Cut(line, []byte{'\t'})
-	at, data, ok2 := bytes.Cut(rest, []byte{'\t'})
-	ms, err := strconv.ParseInt(string(at), 10, 64)
-	if !ok1 || !ok2 || err != nil {
-		return waitroom.HookMessage{}, false
-	}
-	return waitroom.HookMessage{Type: string(typ), At: time.UnixMilli(ms).UTC(), Data: json.RawMessage(string(data))}, true
 }
 
 // settleWrite is one change SettleDeliveries writes.
@@ -553,7 +546,7 @@ func (s *Store) pendingInLog(ctx context.Context, room string, h hookSub) (int64
 			if mid <= from || settled[mid] {
 				continue
 			}
-			if m, ok := parseLogLine(line); ok && h.wants(m.Type) {
+			if h.wants(logLineType(line)) {
 				n++
 			}
 		}

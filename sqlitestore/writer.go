@@ -16,10 +16,10 @@ import (
 // batch is the changes committed together in one transaction.
 type batch struct {
 	events []*waitroom.Event
-	// msgs holds, aligned with events, the webhook messages of events of
-	// rooms with webhooks (nil for the others, and nil while none has
+	// msgs holds, aligned with events, the webhook log lines of events of
+	// rooms with webhooks (zero for the others, and nil while none has
 	// any), made by the callers rather than the committer.
-	msgs [][]waitroom.HookMessage
+	msgs []logLines
 	// ops run in the batch's transaction after its events (exec).
 	ops []*batchOp
 	// lead holds the one right to commit, passed from batch to batch: the
@@ -185,9 +185,12 @@ func (w *writer) runOps(ctx context.Context, ops []*batchOp) error {
 // Append implements memstore.Journal. The function it returns may be
 // called any number of times, from any goroutine.
 func (w *writer) Append(ev *waitroom.Event) func() error {
-	var msgs []waitroom.HookMessage
+	var msgs logLines
 	if ev.Kind != waitroom.EventDeleted && len(w.hooks.get(ev.Room)) > 0 {
-		msgs = waitroom.HookMessages(*ev)
+		for _, h := range waitroom.HookEvents(*ev) {
+			msgs.b = appendLogEvent(msgs.b, h)
+			msgs.n++
+		}
 	}
 	w.mu.Lock()
 	if w.closed {
@@ -195,9 +198,9 @@ func (w *writer) Append(ev *waitroom.Event) func() error {
 		return func() error { return errClosed }
 	}
 	b := w.cur
-	if msgs != nil || b.msgs != nil {
+	if msgs.n > 0 || b.msgs != nil {
 		if b.msgs == nil {
-			b.msgs = make([][]waitroom.HookMessage, len(b.events), cap(b.events))
+			b.msgs = make([]logLines, len(b.events), cap(b.events))
 		}
 		b.msgs = append(b.msgs, msgs)
 	}
@@ -258,7 +261,7 @@ func (w *writer) handOn(b *batch) {
 }
 
 // write commits a batch in one transaction.
-func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, ops []*batchOp) (err error) {
+func (w *writer) write(events []*waitroom.Event, msgs []logLines, ops []*batchOp) (err error) {
 	ctx := context.Background()
 	if _, err := w.stmts["begin"].ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -278,7 +281,7 @@ func (w *writer) write(events []*waitroom.Event, msgs [][]waitroom.HookMessage, 
 		if err := w.event(ctx, ev); err != nil {
 			return fmt.Errorf("write %s event of room %q: %w", ev.Kind, ev.Room, err)
 		}
-		var ms []waitroom.HookMessage
+		var ms logLines
 		if msgs != nil {
 			ms = msgs[i]
 		}
