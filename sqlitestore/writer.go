@@ -187,7 +187,9 @@ func (w *writer) runOps(ctx context.Context, ops []*batchOp) error {
 func (w *writer) Append(ev *waitroom.Event) func() error {
 	var msgs logLines
 	if ev.Kind != waitroom.EventDeleted && len(w.hooks.get(ev.Room)) > 0 {
-		for _, h := range waitroom.HookEvents(*ev) {
+		evs := waitroom.HookEvents(*ev)
+		msgs.b = make([]byte, 0, 128*len(evs)) // a session event's line is about 100 bytes
+		for _, h := range evs {
 			msgs.b = appendLogEvent(msgs.b, h)
 			msgs.n++
 		}
