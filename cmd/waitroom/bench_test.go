@@ -25,6 +25,9 @@ var benchRows = []string{
 	"HTTP position (GET session, memstore), 4 conns",
 	"redisstore join, 4 callers", "redisstore position, 4 callers",
 	"draw of 500 entrants (sqlitestore, sync=FULL)", "redisstore draw of 500 entrants",
+	"HTTP durable join with a webhook, endpoint answers after 1s, 4 conns",
+	"HTTP durable join with a webhook, endpoint answers 503, 4 conns",
+	"HTTP durable join with a webhook, endpoint answers 204 (in this process), 4 conns",
 }
 
 // runBench runs `waitroom bench` with args and getenv and returns its
