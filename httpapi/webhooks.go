@@ -100,31 +100,41 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, status, webhookAnswer{Webhook: stored})
 }
 
+// shownWebhooks returns room's webhooks as the API shows them: without
+// secrets, with their stats.
+func (s *server) shownWebhooks(r *http.Request, room string) ([]webhookAnswer, error) {
+	hooks, err := s.hooks()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.store.Room(r.Context(), room); err != nil {
+		return nil, err
+	}
+	list, err := hooks.Webhooks(r.Context(), room)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := hooks.HookStats(r.Context(), room)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]webhookAnswer, 0, len(list))
+	for _, h := range list {
+		h.Secret = ""
+		out = append(out, webhookAnswer{Webhook: h, Stats: stats[h.Name]})
+	}
+	return out, nil
+}
+
 // listWebhooks: GET /v1/rooms/{room}/webhooks, admin.
 func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	room, err := roomName(r)
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
+	out, err := s.shownWebhooks(r, room)
 	if err != nil {
 		return err
-	}
-	if _, err := s.store.Room(r.Context(), room); err != nil {
-		return err
-	}
-	list, err := hooks.Webhooks(r.Context(), room)
-	if err != nil {
-		return err
-	}
-	stats, err := hooks.HookStats(r.Context(), room)
-	if err != nil {
-		return err
-	}
-	out := make([]webhookAnswer, 0, len(list))
-	for _, h := range list {
-		h.Secret = ""
-		out = append(out, webhookAnswer{Webhook: h, Stats: stats[h.Name]})
 	}
 	return writeJSON(w, http.StatusOK, struct {
 		Webhooks []webhookAnswer `json:"webhooks"`
@@ -137,25 +147,13 @@ func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
+	out, err := s.shownWebhooks(r, room)
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Room(r.Context(), room); err != nil {
-		return err
-	}
-	list, err := hooks.Webhooks(r.Context(), room)
-	if err != nil {
-		return err
-	}
-	for _, h := range list {
+	for _, h := range out {
 		if h.Name == name {
-			stats, err := hooks.HookStats(r.Context(), room)
-			if err != nil {
-				return err
-			}
-			h.Secret = ""
-			return writeJSON(w, http.StatusOK, webhookAnswer{Webhook: h, Stats: stats[name]})
+			return writeJSON(w, http.StatusOK, h)
 		}
 	}
 	return waitroom.Errorf(waitroom.CodeNotFound, "Room %q has no webhook %q.", room, name)
