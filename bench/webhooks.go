@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/webhook"
 )
@@ -20,7 +22,8 @@ import (
 // the endpoint is slow (each answer takes a second), failing (503 at
 // once) or healthy. The deliverer runs all along, so its work (tries,
 // retries with backoff) falls on both sides of each row; the outbox write
-// falls on the subject only.
+// falls on the subject only. A last row measures the same on Redis, at the
+// store (redisWebhookRow).
 func webhookRows(ctx context.Context, opt Options, dir string) []Row {
 	conns := opt.Callers[0]
 	kinds := []struct{ name, what string }{
@@ -47,7 +50,7 @@ func webhookRows(ctx context.Context, opt Options, dir string) []Row {
 			break
 		}
 	}
-	return rows
+	return append(rows, redisWebhookRow(ctx, opt, dir, conns))
 }
 
 func webhookRow(ctx context.Context, opt Options, path, kind string, conns int) (Row, error) {
@@ -124,4 +127,72 @@ func webhookRow(ctx context.Context, opt Options, path, kind string, conns int) 
 	row.Note = fmt.Sprintf("per CPU-second %s; deliverer meanwhile: %s delivered, %s failed tries",
 		Ratio(row.CPURatio), Number(float64(c.Delivered)), Number(float64(c.Failed)))
 	return row, nil
+}
+
+// redisWebhookRow measures what the atomic outbox costs a Redis join: joins
+// into a room with a webhook (the room script also appends each event to
+// the room's stream) against joins into a room without, on one store,
+// from callers goroutines. Nobody delivers meanwhile: the row is the
+// join's own cost.
+func redisWebhookRow(ctx context.Context, opt Options, dir string, callers int) Row {
+	row := Row{Name: fmt.Sprintf("redisstore join with a webhook (outbox written), %d callers", callers), Unit: "ops/s",
+		Baseline: "same, room without webhooks"}
+	addr := opt.RedisURL
+	if addr == "" {
+		if opt.RedisServer == "" {
+			row.Skipped = RedisMissing
+			return row
+		}
+		srv, err := startRedis(ctx, opt.RedisServer, filepath.Join(dir, "redis-webhooks"))
+		if err != nil {
+			row.Skipped = "could not start redis-server: " + err.Error()
+			return row
+		}
+		defer srv.stop()
+		addr = srv.addr
+	}
+	ro, err := redisOptions(addr)
+	if err != nil {
+		row.Skipped = err.Error()
+		return row
+	}
+	ro.PoolSize = callers + 8
+	client := redis.NewClient(ro)
+	defer client.Close()
+	prefix := "waitroom-bench-" + randomHex(6)
+	defer cleanRedis(ro, prefix)
+	st, err := redisstore.New(ctx, client, redisstore.WithPrefix(prefix))
+	if err != nil {
+		row.Skipped = err.Error()
+		return row
+	}
+	defer st.Close()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 0
+	cfg.WaitingTimeout = waitroom.Duration(time.Hour)
+	for _, room := range []string{"hooked", "plain"} {
+		if _, _, err := st.PutRoom(ctx, room, cfg, time.Now()); err != nil {
+			row.Skipped = err.Error()
+			return row
+		}
+	}
+	if _, _, err := st.PutWebhook(ctx, waitroom.Webhook{Room: "hooked", Name: "bench", URL: "https://example.com/",
+		Events: []string{"*"}, Secret: waitroom.NewWebhookSecret()}, time.Now()); err != nil {
+		row.Skipped = err.Error()
+		return row
+	}
+	per := opt.Time / time.Duration(opt.Rounds)
+	join := func(room string) batchFunc {
+		return concurrent(callers, per, func(ctx context.Context, _ int) error {
+			_, err := st.Join(ctx, room, "", time.Now())
+			return err
+		})
+	}
+	s, b, err := compare(ctx, opt.Time, opt.Rounds, join("hooked"), join("plain"))
+	if err != nil {
+		row.Skipped = "failed: " + err.Error()
+		return row
+	}
+	row.Value, row.BaselineValue = s.rate(), b.rate()
+	return row
 }

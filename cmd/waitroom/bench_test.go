@@ -28,6 +28,7 @@ var benchRows = []string{
 	"HTTP durable join with a webhook, endpoint answers after 1s, 4 conns",
 	"HTTP durable join with a webhook, endpoint answers 503, 4 conns",
 	"HTTP durable join with a webhook, endpoint answers 204 (in this process), 4 conns",
+	"redisstore join with a webhook (outbox written), 4 callers",
 }
 
 // runBench runs `waitroom bench` with args and getenv and returns its
@@ -141,8 +142,8 @@ func TestBenchWithoutRedis(t *testing.T) {
 			}
 		}
 	}
-	if n != 3 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
-		t.Errorf("%d Redis rows, want 3 reported as skipped: %s", n, bench.RedisMissing)
+	if n != 4 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
+		t.Errorf("%d Redis rows, want 4 reported as skipped: %s", n, bench.RedisMissing)
 	}
 }
 
