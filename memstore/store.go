@@ -300,6 +300,19 @@ func (s *Store) Room(ctx context.Context, name string) (waitroom.Room, error) {
 	return info, wait()
 }
 
+// HasRoom reports whether room name exists, without waiting for its
+// latest change to be durable (Room does): for a journal's own work, which
+// runs while that change may be the one being written.
+func (s *Store) HasRoom(name string) bool {
+	r, err := s.room(name)
+	if err != nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return !r.gone
+}
+
 // Rooms implements waitroom.Store.
 func (s *Store) Rooms(ctx context.Context) ([]waitroom.Room, error) {
 	if err := s.usable(); err != nil {

@@ -289,9 +289,11 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 	var created bool
 	err := s.hooksTx(ctx, "put a webhook", func(c *sql.Conn) error {
 		// The room may have gone since: its deletion's event, written
-		// before this, took its webhooks with it.
-		if _, err := s.Store.Room(ctx, h.Room); err != nil {
-			return err
+		// before this, took its webhooks with it. (Not Room: it waits for
+		// the room's latest change to be durable, which may be in the
+		// very commit this runs in.)
+		if !s.Store.HasRoom(h.Room) {
+			return waitroom.RoomNotFound(h.Room)
 		}
 		all, err := roomHooks(ctx, c, h.Room)
 		if err != nil {

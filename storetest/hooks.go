@@ -26,6 +26,7 @@ func init() {
 		{"HooksSettle", testHooksSettle},
 		{"HooksDeleteRoom", testHooksDeleteRoom},
 		{"HooksConcurrentClaims", testHooksConcurrentClaims},
+		{"HooksPutDuringJoins", testHooksPutDuringJoins},
 	}...)
 }
 
@@ -414,5 +415,74 @@ func testHooksConcurrentClaims(f *fixture) {
 		if n != 1 {
 			f.t.Fatalf("delivery %s claimed %d times, want once", id, n)
 		}
+	}
+}
+
+// testHooksPutDuringJoins puts webhooks while joins stream into the room
+// (a store that wrote the put in the joins' commit and waited on them
+// there would hang); every join after a put's return is sent to it.
+func testHooksPutDuringJoins(f *fixture) {
+	f.put("r", quiet(0), at(0))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var joined sync.Map
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, err := f.s.Join(f.ctx, "r", "", at(sec))
+				if err != nil {
+					f.t.Errorf("join %d of worker %d: %v", i, w, err)
+					return
+				}
+				joined.Store(s.ID, true)
+			}
+		}()
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 40 {
+			h := hook("r", fmt.Sprintf("w%d", i%4), waitroom.HookSessionJoined)
+			if _, _, err := f.hooks().PutWebhook(f.ctx, h, at(sec)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.t.Errorf("PutWebhook beside joins: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		f.t.Errorf("40 PutWebhook calls beside joins did not finish in 30s: the store hung")
+	}
+	close(stop)
+	wg.Wait()
+	// A join after the puts reaches every webhook.
+	s := f.join("r", "", at(2*sec))
+	got := map[string]bool{}
+	for range 100 {
+		ds := f.claim("r", at(3*sec))
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			var hs waitroom.HookSession
+			_ = json.Unmarshal(d.Message.Data, &hs)
+			if hs.Session == s.ID {
+				got[d.Hook] = true
+			}
+		}
+	}
+	if len(got) != 4 {
+		f.t.Fatalf("the join after the puts reached %d webhooks, want all 4: %v", len(got), got)
 	}
 }
