@@ -303,6 +303,10 @@ type Event struct {
 	// DrawDone is set on the event of the change that completed the
 	// room's draw.
 	DrawDone bool
+	// Closed is set on the event of the room's first operation at or after
+	// its closes_at (once for each closes_at the room is given; durable
+	// stores keep which was told).
+	Closed bool
 	// Remote is set on events that another process made (shared backends).
 	// A Remote event with no Changes is a resynchronisation hint, sent when
 	// a shared store reconnects or first notices a room: something may

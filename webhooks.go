@@ -339,8 +339,9 @@ func HookMessages(e Event) []HookMessage {
 // session.joined for a new session or entrant, session.admitted for one
 // that became active, session.ended for one that ended, room.paused and
 // room.resumed for a configuration event that changed Paused,
-// room.sold_out for the change that sold the last unit and draw.completed
-// for the change that completed a draw. Remote resynchronisation hints
+// room.sold_out for the change that sold the last unit, draw.completed
+// for the change that completed a draw and room.closed for the first
+// operation at or after closes_at. Remote resynchronisation hints
 // and moves inside the line make none. A session that joins and is
 // admitted at once shares one *HookSession between its two events.
 func HookEvents(e Event) []HookEvent {
@@ -389,6 +390,9 @@ func HookEvents(e Event) []HookEvent {
 	}
 	if e.DrawDone {
 		out = append(out, HookEvent{Type: HookDrawCompleted, At: e.At, Room: room()})
+	}
+	if e.Closed {
+		out = append(out, HookEvent{Type: HookRoomClosed, At: e.At, Room: room()})
 	}
 	return out
 }

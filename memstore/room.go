@@ -106,6 +106,9 @@ type room struct {
 	ev *waitroom.Event
 	// wasSoldOut is whether the room was sold out when ev began.
 	wasSoldOut bool
+	// closedTold is the closes_at (unix ms) whose passing an event told,
+	// so each is told once (Event.Closed).
+	closedTold int64
 }
 
 func newRoom(name string, cfg waitroom.RoomConfig, lastTicket int64, keepHistory int) *room {
@@ -172,6 +175,9 @@ func (r *room) presenceShared(id string, activity bool, now int64) (s waitroom.S
 	}
 	if r.preQueue() && now >= r.sch.opensAt {
 		return s, nil, false // the draw is due
+	}
+	if c := r.cfg.ClosesAt; !c.IsZero() && now >= ms(c) && r.closedTold != ms(c) {
+		return s, nil, false // the closing is to be told
 	}
 	sid, err := waitroom.ParseSessionID(id)
 	if err != nil || (sid.Entry != 0 && (r.sch == nil || !r.sch.drawn)) {

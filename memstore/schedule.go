@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -87,6 +88,22 @@ func (r *room) applySchedule(cfg waitroom.RoomConfig, now int64) {
 
 // preQueue reports whether joins enter the pre-queue.
 func (r *room) preQueue() bool { return r.sch != nil && !r.sch.drawn }
+
+// closing reports whether the room's closes_at has passed (as of the
+// room's clock) and no event told it yet.
+func (r *room) closing() bool {
+	c := r.cfg.ClosesAt
+	return !c.IsZero() && atomic.LoadInt64(&r.lastNow) >= ms(c) && r.closedTold != ms(c)
+}
+
+// ClosedTold sets which closes_at of room name an event already told (for
+// a durable store restoring its state).
+func (s *Store) ClosedTold(name string, closesAt int64) {
+	if r, err := s.get(name); err == nil {
+		r.closedTold = closesAt
+		r.mu.Unlock()
+	}
+}
 
 // closedError is the error of a join at or after closes_at.
 func (r *room) closedError(now int64) error {

@@ -156,16 +156,21 @@ func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
 func (s *Store) commit(r *room) (after func() error) {
 	ev := r.ev
 	r.ev = nil
+	closing := r.closing()
+	if closing {
+		r.closedTold = ms(r.cfg.ClosesAt)
+	}
 	// An event of a draw that changed no session (nobody in the pre-queue)
 	// still goes out: durable stores keep the draw from it; so does one
 	// that took units (the units sold count changes only with those, or
 	// in a config event).
-	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0 && !(r.soldOut() && !r.wasSoldOut)) {
+	if ev == nil || (ev.Kind == waitroom.EventSessions && len(ev.Changes) == 0 && ev.Draw == nil && len(ev.Units) == 0 && !(r.soldOut() && !r.wasSoldOut) && !closing) {
 		return r.barrier()
 	}
 	ev.Waiting, ev.Active, ev.LastTicket = r.nWaiting, len(r.active), r.lastTicket
 	ev.Admissions, ev.Inversions, ev.MaxAdmitted, ev.Sold = r.admissions, r.inversions, r.maxAdmitted, r.sold
 	ev.SoldOut = !r.wasSoldOut && r.soldOut()
+	ev.Closed = closing && ev.Kind != waitroom.EventDeleted
 	s.recordHooks(ev)
 	var wait func() error
 	if s.journal != nil {

@@ -80,7 +80,7 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // tier's name. A "u" line is a unit taken from (0) or given to (1) an
 // active session outside a status change (Event.Units). The head ends with
 // the change's flags when it has any: letters p (Event.PausedBefore, on a
-// config event), s (SoldOut) and d (DrawDone).
+// config event), s (SoldOut), d (DrawDone) and c (Closed).
 
 // decodeEvent parses an event message; ok is false for anything else.
 func decodeEvent(msg string) (waitroom.Event, bool) {
@@ -129,6 +129,7 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 		e.PausedBefore = strings.Contains(f, "p")
 		e.SoldOut = strings.Contains(f, "s")
 		e.DrawDone = strings.Contains(f, "d")
+		e.Closed = strings.Contains(f, "c")
 	}
 	if e.Kind == waitroom.EventConfig && h[8] != "" {
 		var cfg waitroom.RoomConfig

@@ -156,7 +156,7 @@ end
 if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
     'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs', 'sch', 'opens', 'closes', 'npre', 'ebase', 'last',
-    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn', 'hk')
+    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn', 'hk', 'clt')
   if v[1] then
     local fmt = string.format
     -- A room with webhooks makes its events whatever the caller asked.
@@ -185,6 +185,9 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     local pre = sch == 'pre'
     local closes = tonumber(v[17] or '0')
     local closed = closes > 0 and now >= closes
+    -- The first operation at or after closes_at tells it (emit), in the
+    -- general path.
+    if closed and tonumber(v[29] or '0') ~= closes then quiet = false end
     -- Sold out: a line not yet ended is ended in the general path; with
     -- nothing else to do, a join is refused at once.
     local soldout = stock ~= nil and sold >= stock
@@ -459,14 +462,15 @@ local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
     'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
     'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv',
-    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk')
+    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk', 'clt')
   if not v[1] then return false end
   loadTiers(v[30], v[31], v[32], v[33], v[34], v[35])
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
     maxs = tonumber(v[5]), wt = tonumber(v[6]), grace = tonumber(v[7]), paused = v[8] == '1',
     lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14],
     sch = v[19] or '', opens = tonumber(v[20] or '0'), closes = tonumber(v[21] or '0'),
-    ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or ''), hk = v[36] == '1' }
+    ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or ''), hk = v[36] == '1',
+    clt = tonumber(v[37] or '0') }
   -- A room with webhooks makes its events whatever the caller asked: they
   -- go to its outbox (emit).
   if R.hk then EV = true end
@@ -794,11 +798,19 @@ end
 -- out) and d (it completed the draw); the fast paths never make them.
 local function emit()
   local flags = ''
-  if kind == 'config' and R.pb then flags = 'p' end
+  -- The first operation at or after closes_at tells it, once for each
+  -- closes_at (clt in the room hash: the one told).
+  local closing = kind ~= 'deleted' and R.closes > 0 and now >= R.closes and R.clt ~= R.closes
+  if closing then
+    R.clt = R.closes
+    redis.call('HSET', K_ROOM, 'clt', i2s(R.closes))
+    flags = 'c'
+  end
+  if kind == 'config' and R.pb then flags = flags .. 'p' end
   local soldout = R.stock ~= nil and sold >= R.stock and not R.so
   if soldout then flags = flags .. 's' end
   if R.dd then flags = flags .. 'd' end
-  if not EV or (#changes == 0 and kind == 'sessions' and not always and not soldout) then return '' end
+  if not EV or (#changes == 0 and kind == 'sessions' and not always and not soldout and not closing) then return '' end
   local head = { '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson,
     i2s(adm), i2s(invs), i2s(madm), i2s(sold) }
   if flags ~= '' then head[14] = flags end

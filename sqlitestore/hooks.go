@@ -101,6 +101,13 @@ CREATE TABLE IF NOT EXISTS hook_stats (
 	PRIMARY KEY (room, hook)
 ) WITHOUT ROWID;
 
+-- Per room, when an event last told that its closes_at had passed
+-- (Event.Closed), so a restart does not tell it again.
+CREATE TABLE IF NOT EXISTS closings (
+	room      TEXT PRIMARY KEY,
+	closed_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- Per room, the last message number given: kept when the room goes, so
 -- no webhook-id is ever reused.
 CREATE TABLE IF NOT EXISTS hook_seq (
@@ -200,8 +207,10 @@ func loadHooks(ctx context.Context, db *sql.DB) (map[string][]hookSub, map[strin
 
 // hookStatements are the writer's outbox statements.
 var hookStatements = map[string]string{
-	"putLog": `INSERT INTO hook_log (room, first_mid, last_mid, msgs) VALUES (?, ?, ?, ?)`,
-	"putSeq": `INSERT INTO hook_seq (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
+	"putClosing": `INSERT INTO closings (room, closed_at) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET closed_at = excluded.closed_at`,
+	"delClosing": `DELETE FROM closings WHERE room = ?`,
+	"putLog":     `INSERT INTO hook_log (room, first_mid, last_mid, msgs) VALUES (?, ?, ?, ?)`,
+	"putSeq":     `INSERT INTO hook_seq (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
 }
 
 // roomHookTables are the tables a deleted room's webhooks go with.
@@ -417,4 +426,40 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// loadClosings tells the restored rooms which closes_at an event already
+// told: a room whose closes_at is at or before its last told closing.
+func loadClosings(ctx context.Context, db *sql.DB, mem interface {
+	Room(context.Context, string) (waitroom.Room, error)
+	ClosedTold(string, int64)
+}) error {
+	rows, err := db.QueryContext(ctx, `SELECT room, closed_at FROM closings`)
+	if err != nil {
+		return fmt.Errorf("read closings: %w", err)
+	}
+	defer rows.Close()
+	told := map[string]int64{}
+	for rows.Next() {
+		var room string
+		var at int64
+		if err := rows.Scan(&room, &at); err != nil {
+			return fmt.Errorf("read closings: %w", err)
+		}
+		told[room] = at
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read closings: %w", err)
+	}
+	rows.Close()
+	for room, at := range told {
+		r, err := mem.Room(ctx, room)
+		if err != nil || r.ClosesAt.IsZero() {
+			continue
+		}
+		if c := r.ClosesAt.UnixMilli(); at >= c {
+			mem.ClosedTold(room, c)
+		}
+	}
+	return nil
 }

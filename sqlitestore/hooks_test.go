@@ -66,3 +66,59 @@ func TestPutWebhookDuringJoins(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestRestartKeepsClosingTold: a room.closed told before a restart is not
+// told again after it; a closes_at moved later is told when it passes.
+func TestRestartKeepsClosingTold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "waitroom.db")
+	ctx := context.Background()
+	s := open(t, path, t0)
+	cfg := waitroom.DefaultConfig()
+	cfg.ClosesAt = t0.Add(10 * time.Second)
+	if _, _, err := s.PutRoom(ctx, "c", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PutWebhook(ctx, waitroom.Webhook{Room: "c", Name: "w", URL: "https://example.com/", Events: []string{waitroom.HookRoomClosed}, Secret: waitroom.NewWebhookSecret()}, t0); err != nil {
+		t.Fatal(err)
+	}
+	claimAll := func(s *Store, at time.Time) []waitroom.Delivery {
+		t.Helper()
+		ds, err := s.ClaimDeliveries(ctx, "c", "w", at, time.Minute, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs []waitroom.DeliveryOutcome
+		for _, d := range ds {
+			outs = append(outs, waitroom.DeliveryOutcome{Hook: d.Hook, ID: d.Message.ID, OK: true})
+		}
+		if err := s.SettleDeliveries(ctx, "c", outs, at); err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	if _, err := s.Sweep(ctx, "c", t0.Add(11*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ds := claimAll(s, t0.Add(12*time.Second)); len(ds) != 1 {
+		t.Fatalf("before the restart: %d room.closed, want 1", len(ds))
+	}
+	s.Close()
+	s = open(t, path, t0.Add(13*time.Second))
+	defer s.Close()
+	if _, err := s.Sweep(ctx, "c", t0.Add(14*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ds := claimAll(s, t0.Add(15*time.Second)); len(ds) != 0 {
+		t.Fatalf("after the restart: %d room.closed more, want none", len(ds))
+	}
+	cfg.ClosesAt = t0.Add(20 * time.Second)
+	if _, _, err := s.PutRoom(ctx, "c", cfg, t0.Add(16*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sweep(ctx, "c", t0.Add(21*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ds := claimAll(s, t0.Add(22*time.Second)); len(ds) != 1 {
+		t.Fatalf("the new closes_at: %d room.closed, want 1", len(ds))
+	}
+}

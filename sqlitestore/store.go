@@ -140,6 +140,9 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	if err := load(ctx, s.wdb, mem, o.clock.Now()); err != nil {
 		return err
 	}
+	if err := loadClosings(ctx, s.wdb, mem); err != nil {
+		return err
+	}
 	conn, err := s.wdb.Conn(ctx)
 	if err != nil {
 		return err

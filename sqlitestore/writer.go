@@ -368,6 +368,11 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			}
 		}
 	}
+	if ev.Closed {
+		if _, err := w.stmts["putClosing"].ExecContext(ctx, ev.Room, ev.At.UnixMilli()); err != nil {
+			return fmt.Errorf("write the closing: %w", err)
+		}
+	}
 	if ev.Draw != nil && !deleted {
 		if err := w.draw(ctx, ev.Room, ev.Draw); err != nil {
 			return err
@@ -383,7 +388,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 			return err
 		}
 	case waitroom.EventDeleted:
-		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts", "delUses"} {
+		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts", "delUses", "delClosing"} {
 			if _, err := w.stmts[st].ExecContext(ctx, ev.Room); err != nil {
 				return err
 			}

@@ -27,6 +27,7 @@ func init() {
 		{"HooksDeleteRoom", testHooksDeleteRoom},
 		{"HooksConcurrentClaims", testHooksConcurrentClaims},
 		{"HooksPutDuringJoins", testHooksPutDuringJoins},
+		{"HooksRoomClosed", testHooksRoomClosed},
 	}...)
 }
 
@@ -484,5 +485,43 @@ func testHooksPutDuringJoins(f *fixture) {
 	}
 	if len(got) != 4 {
 		f.t.Fatalf("the join after the puts reached %d webhooks, want all 4: %v", len(got), got)
+	}
+}
+
+// testHooksRoomClosed: the first operation at or after closes_at (here a
+// presence read) tells room.closed, once; a later closes_at is told again
+// when it passes.
+func testHooksRoomClosed(f *fixture) {
+	cfg := quiet(1)
+	cfg.ClosesAt = at(10 * sec)
+	f.put("c", cfg, at(0))
+	f.putHook(hook("c", "closed", waitroom.HookRoomClosed), at(0))
+	s := f.join("c", "", at(sec))
+	f.sweep("c", at(9*sec))
+	if ds := f.claim("c", at(9*sec)); len(ds) != 0 {
+		f.t.Fatalf("before closes_at: %d deliveries, want none", len(ds))
+	}
+	f.session("c", s.ID, at(10500*msec))
+	f.sweep("c", at(11*sec))
+	f.session("c", s.ID, at(12*sec))
+	ds := f.claim("c", at(13*sec))
+	if len(ds) != 1 || ds[0].Message.Type != waitroom.HookRoomClosed || !ds[0].Message.At.Equal(at(10500*msec)) {
+		f.t.Fatalf("after closes_at: %+v, want one room.closed at base+10.5s", ds)
+	}
+	var d waitroom.HookRoom
+	if err := json.Unmarshal(ds[0].Message.Data, &d); err != nil || d.Room != "c" || d.Active != 1 {
+		f.t.Fatalf("room.closed data %s: %v", ds[0].Message.Data, err)
+	}
+	f.settle("c", at(13*sec), waitroom.DeliveryOutcome{Hook: "closed", ID: ds[0].Message.ID, OK: true})
+	cfg.ClosesAt = at(20 * sec)
+	f.put("c", cfg, at(14*sec))
+	f.sweep("c", at(19*sec))
+	if ds := f.claim("c", at(19*sec)); len(ds) != 0 {
+		f.t.Fatalf("before the new closes_at: %d deliveries, want none", len(ds))
+	}
+	f.sweep("c", at(21*sec))
+	f.sweep("c", at(22*sec))
+	if ds := f.claim("c", at(23*sec)); len(ds) != 1 || ds[0].Message.Type != waitroom.HookRoomClosed || !ds[0].Message.At.Equal(at(21*sec)) {
+		f.t.Fatalf("after the new closes_at: %+v, want one room.closed at base+21s", ds)
 	}
 }
