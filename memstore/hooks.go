@@ -59,6 +59,7 @@ func (s *Store) recordHooks(ev *waitroom.Event) {
 	}
 	if ev.Kind == waitroom.EventDeleted {
 		delete(h.rooms, ev.Room)
+		s.hooked.Store(len(h.rooms) > 0)
 		return
 	}
 	for _, m := range waitroom.HookMessages(*ev) {
@@ -155,6 +156,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 	}
 	if len(rh.hooks) == 0 {
 		delete(h.rooms, room)
+		// No webhook left: operations stop making events for them.
+		s.hooked.Store(len(h.rooms) > 0)
 	}
 	return nil
 }

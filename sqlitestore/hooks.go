@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // The webhook outbox, as a log. The group-commit writer appends the
@@ -430,10 +431,7 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 
 // loadClosings tells the restored rooms which closes_at an event already
 // told: a room whose closes_at is at or before its last told closing.
-func loadClosings(ctx context.Context, db *sql.DB, mem interface {
-	Room(context.Context, string) (waitroom.Room, error)
-	ClosedTold(string, int64)
-}) error {
+func loadClosings(ctx context.Context, db *sql.DB, mem *memstore.Store) error {
 	rows, err := db.QueryContext(ctx, `SELECT room, closed_at FROM closings`)
 	if err != nil {
 		return fmt.Errorf("read closings: %w", err)
