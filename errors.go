@@ -44,6 +44,7 @@ const (
 	CodeChallengeExpired   Code = "challenge_expired"    // a challenge past its expiry
 	CodeChallengeWrongRoom Code = "challenge_wrong_room" // a challenge issued for another room
 	CodeChallengeUsed      Code = "challenge_used"       // a challenge solution already used for a join
+	CodeNotInvited         Code = "not_invited"          // a claim of a session that is not invited (still waiting, or ended)
 	CodeUnavailable        Code = "unavailable"          // the store cannot be reached or has failed
 	CodeInternal           Code = "internal"
 )

@@ -160,6 +160,20 @@ type RoomConfig struct {
 	Challenge    string `json:"challenge,omitempty"`
 	ChallengeMin int64  `json:"challenge_min,omitempty"`
 	ChallengeMax int64  `json:"challenge_max,omitempty"`
+	// HoldPlaces lets a trusted backend join held sessions (JoinRequest
+	// Contact): they need no presence while they wait, and when their
+	// turn comes they are invited for ClaimWindow (see StatusInvited).
+	HoldPlaces bool `json:"hold_places,omitempty"`
+	// ClaimWindow is how long an invited session's slot stays reserved
+	// for its claim; past it the session expires (ReasonUnclaimed) and the
+	// slot goes to the next in line. Required with HoldPlaces (a
+	// configuration read from JSON gets DefaultClaimWindow); see
+	// HeldWindow for a room that stopped holding places.
+	ClaimWindow Duration `json:"claim_window,omitempty"`
+	// NotifyAt, when positive, is the position at which a waiting session
+	// is told it is near (once: a Change with Near set, the webhook event
+	// session.near).
+	NotifyAt int `json:"notify_at,omitempty"`
 }
 
 // MaxInventory is the largest inventory a room may have.
@@ -213,6 +227,7 @@ func (c RoomConfig) Validate() error {
 		{"max_session", c.MaxSession},
 		{"waiting_timeout", c.WaitingTimeout},
 		{"grace", c.Grace},
+		{"claim_window", c.ClaimWindow},
 	} {
 		if f.d < 0 || f.d > MaxDuration {
 			return bad("%s must be between 0s and %s.", f.name, MaxDuration)
@@ -248,6 +263,9 @@ func (c RoomConfig) Validate() error {
 	if !c.OpensAt.IsZero() && !c.ClosesAt.IsZero() && !c.ClosesAt.After(c.OpensAt) {
 		return bad("closes_at (%s) must be after opens_at (%s); move closes_at later or opens_at earlier.",
 			c.ClosesAt.UTC().Format(time.RFC3339), c.OpensAt.UTC().Format(time.RFC3339))
+	}
+	if err := c.validateHolds(); err != nil {
+		return err
 	}
 	return c.validateDoor()
 }
@@ -330,6 +348,9 @@ func ParseRoomConfig(data []byte) (RoomConfig, error) {
 				Message: "opens_at and closes_at are RFC 3339 times as strings, such as \"2030-06-01T18:00:00Z\" or \"2030-06-01T20:00:00+02:00\"."}
 		}
 		return RoomConfig{}, err
+	}
+	if c.HoldPlaces && c.ClaimWindow == 0 {
+		c.ClaimWindow = DefaultClaimWindow
 	}
 	return c.Normalize(), c.Validate()
 }
@@ -465,7 +486,8 @@ func (c RoomConfig) Equal(d RoomConfig) bool {
 		(c.Inventory == nil) == (d.Inventory == nil) && (c.Inventory == nil || *c.Inventory == *d.Inventory) &&
 		slices.Equal(c.Tiers, d.Tiers) && c.TierPolicy == d.TierPolicy && c.InviteOnly == d.InviteOnly &&
 		slices.Equal(c.InviteKeys, d.InviteKeys) && c.Challenge == d.Challenge &&
-		c.ChallengeMin == d.ChallengeMin && c.ChallengeMax == d.ChallengeMax
+		c.ChallengeMin == d.ChallengeMin && c.ChallengeMax == d.ChallengeMax &&
+		c.HoldPlaces == d.HoldPlaces && c.ClaimWindow == d.ClaimWindow && c.NotifyAt == d.NotifyAt
 }
 
 // Equal reports whether r and o hold the same configuration and counts.

@@ -15,18 +15,21 @@ import (
 // Status is where a session stands.
 type Status string
 
-// The statuses. Waiting and Active are live; the others are final and stay
-// in the room's history.
+// The statuses. Waiting, Invited and Active are live; the others are final
+// and stay in the room's history. Invited is a held session (one joined
+// with a contact in a room with hold_places) whose turn came: its slot is
+// reserved for the room's claim_window, and Claim makes it active.
 const (
 	StatusWaiting Status = "waiting"
+	StatusInvited Status = "invited"
 	StatusActive  Status = "active"
 	StatusServed  Status = "served"
 	StatusLeft    Status = "left"
 	StatusExpired Status = "expired"
 )
 
-// Live reports whether s is waiting or active.
-func (s Status) Live() bool { return s == StatusWaiting || s == StatusActive }
+// Live reports whether s is waiting, invited or active.
+func (s Status) Live() bool { return s == StatusWaiting || s == StatusActive || s == StatusInvited }
 
 // Final reports whether s is served, left or expired.
 func (s Status) Final() bool { return s == StatusServed || s == StatusLeft || s == StatusExpired }
@@ -45,6 +48,7 @@ const (
 	ReasonGone        Reason = "gone"         // StatusExpired: went away and did not come back within grace
 	ReasonRoomDeleted Reason = "room_deleted" // StatusExpired: the room was deleted with force
 	ReasonSoldOut     Reason = "sold_out"     // StatusExpired: waiting when the room's inventory sold out
+	ReasonUnclaimed   Reason = "unclaimed"    // StatusExpired: invited and not claimed within claim_window
 )
 
 // Status returns the final status a session ending for reason r gets.
@@ -108,6 +112,13 @@ type Session struct {
 	// Extended is how much longer than max_session an operator let this
 	// session stay active (Store.Extend).
 	Extended time.Duration
+	// Contact is what the trusted backend that joined a held session gave
+	// to reach its person (opaque: the webhooks carry it). A session is
+	// held exactly when it has one: it needs no presence while it waits.
+	Contact string
+	// ClaimBy is when an invited session's claim window ends (its
+	// AdmittedAt, the invitation, plus the room's claim_window).
+	ClaimBy time.Time
 	// Pass is the signed pass of an active session (a JWT the gate and the
 	// protected app check offline). Stores never set it: the server fills it
 	// in on the way out, so it is empty in anything a store returns.
@@ -189,6 +200,13 @@ func (s Session) AppendJSON(b []byte) []byte {
 		b = appendTime(b, `,"opens_at":"`, s.OpensAt)
 		b = append(b, `,"entrants":`...)
 		b = strconv.AppendInt(b, int64(s.Entrants), 10)
+	}
+	if s.Contact != "" {
+		b = append(b, `,"contact":`...)
+		b = appendString(b, s.Contact)
+	}
+	if s.Status == StatusInvited {
+		b = appendTime(b, `,"claim_by":"`, s.ClaimBy)
 	}
 	if s.Tier != "" {
 		b = append(b, `,"tier":`...)
@@ -332,6 +350,8 @@ type sessionJSON struct {
 	Place      int64      `json:"place,omitempty"`
 	Tier       string     `json:"tier,omitempty"`
 	Extended   Duration   `json:"extended,omitempty"`
+	Contact    string     `json:"contact,omitempty"`
+	ClaimBy    *time.Time `json:"claim_by,omitempty"`
 }
 
 // UnmarshalJSON reads the API's Session object.
@@ -344,7 +364,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 		ID: w.ID, Room: w.Room, Status: w.Status, Ticket: w.Ticket, Key: w.Key,
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
 		EndReason: w.EndReason, Pass: w.Pass, Entry: w.Entry, Entrants: w.Entrants, Unit: w.Unit,
-		Place: w.Place, Tier: w.Tier, Extended: w.Extended.D(),
+		Place: w.Place, Tier: w.Tier, Extended: w.Extended.D(), Contact: w.Contact,
 	}
 	if w.Remaining != nil {
 		s.Stocked, s.Remaining = true, *w.Remaining
@@ -361,7 +381,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	for _, p := range []struct {
 		dst *time.Time
 		src *time.Time
-	}{{&s.OpensAt, w.OpensAt}, {&s.JoinedAt, w.JoinedAt}, {&s.AdmittedAt, w.AdmittedAt}, {&s.EndedAt, w.EndedAt}} {
+	}{{&s.OpensAt, w.OpensAt}, {&s.JoinedAt, w.JoinedAt}, {&s.AdmittedAt, w.AdmittedAt}, {&s.EndedAt, w.EndedAt}, {&s.ClaimBy, w.ClaimBy}} {
 		if p.src != nil {
 			*p.dst = *p.src
 		}

@@ -36,13 +36,18 @@ import (
 // session is due at admitted_at + MaxSession (ReasonMaxSession), at
 // last_active + ActiveTimeout (ReasonIdle) and, while away, at away_until
 // (ReasonGone). A zero duration means no such deadline. The earliest names the
-// reason; on a tie the order is the one just given. Presence (Session,
+// reason; on a tie the order is the one just given. A held waiting session
+// (Session.Contact) has no deadline and ignores Away; an invited one is due
+// at admitted_at (its invitation) + ClaimWindow (ReasonUnclaimed), and
+// nothing else. Presence (Session,
 // Heartbeat) sets last_seen of a waiting session and ends an away period;
 // Heartbeat also sets last_active of an active one. Admission sets
 // last_active; a session admitted while away stays away.
 //
 // Admission in an auto room that is not paused: while Active < Capacity,
-// someone waits and the rate allows, the first in line becomes active. RatePerMinute R > 0 is a token bucket of
+// someone waits and the rate allows, the first in line becomes active (a
+// held session becomes invited instead; Active counts invited sessions,
+// whose slots are reserved, and so does everything that counts actives). RatePerMinute R > 0 is a token bucket of
 // max(1, ceil(R/60)) tokens refilled at R tokens a minute, full when the room
 // is created or reconfigured; each automatic admission takes a token.
 //
@@ -67,6 +72,12 @@ type Store interface {
 	// end with ReasonRoomDeleted.
 	DeleteRoom(ctx context.Context, name string, force bool, now time.Time) error
 
+	// Claim makes invited session id active (its admitted_at and
+	// last_active become now). An active session is returned unchanged; a
+	// waiting or ended one fails with CodeNotInvited (the error's Session
+	// is it).
+	Claim(ctx context.Context, room, id string, now time.Time) (Session, error)
+
 	// Join issues a new session with the room's next ticket. In an auto room
 	// that is not paused it is active at once if a slot is free (and the
 	// rate allows) and nobody waits; otherwise it waits at the back. When
@@ -79,8 +90,10 @@ type Store interface {
 	// tier fails with CodeInvalidRequest). Each use in req.Uses counts
 	// against its ID, kept per room until its Expires; a join that would
 	// take a token past its Max fails with CodeInviteUsed or
-	// CodeChallengeUsed. Checks run in this order: closed, sold out, key
-	// already joined (which spends nothing), tier, uses. Uses are spent
+	// CodeChallengeUsed. A join with req.Contact is held: a room without
+	// HoldPlaces, or scheduled and before its draw, refuses it with
+	// CodeInvalidRequest (NotHeld). Checks run in this order: closed, sold
+	// out, key already joined (which spends nothing), held, tier, uses. Uses are spent
 	// only by a join that makes a session (or pre-queue entry), atomically
 	// with it. Join(key) is JoinWith(JoinRequest{Key: key}).
 	JoinWith(ctx context.Context, room string, req JoinRequest, now time.Time) (Session, error)
@@ -341,6 +354,13 @@ type UnitChange struct {
 type Change struct {
 	Session Session
 	From    Status
+	// Near marks a change that is no status change: waiting session
+	// Session reached the room's NotifyAt (Session.Position is set). Each
+	// session is told once, in the operation in which it first stands at
+	// a position of at most NotifyAt, after that operation's status
+	// changes and in line order. A session an operator sends back to the
+	// line (QueueAll) had its turn and is not told again.
+	Near bool
 }
 
 // Clock tells the time. Servers use SystemClock; tests pass their own.

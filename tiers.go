@@ -270,6 +270,10 @@ type JoinRequest struct {
 	Key  string
 	Tier string
 	Uses []TokenUse
+	// Contact, when set, makes the join held (see RoomConfig.HoldPlaces):
+	// only a trusted caller may set it. A room that does not hold places,
+	// or a scheduled room before its draw, refuses it (NotHeld).
+	Contact string
 }
 
 // MaxJoinUses is the most token uses one join spends (an invite and a
@@ -289,6 +293,11 @@ func CheckJoin(req JoinRequest, now time.Time) error {
 	}
 	if len(req.Tier) > 32 {
 		return Errorf(CodeInvalidRequest, "A tier name is at most 32 characters.")
+	}
+	if req.Contact != "" {
+		if err := CheckContact(req.Contact); err != nil {
+			return err
+		}
 	}
 	if len(req.Uses) > MaxJoinUses {
 		return Errorf(CodeInvalidRequest, "A join spends at most %d tokens.", MaxJoinUses)

@@ -190,6 +190,16 @@ type HookSession struct {
 	Waiting  int        `json:"waiting"`
 	Active   int        `json:"active"`
 	Entry    string     `json:"entry,omitempty"`
+	// Position is the place in line of session.near.
+	Position int64 `json:"position,omitempty"`
+	// Contact is a held session's contact (JoinRequest.Contact).
+	Contact string `json:"contact,omitempty"`
+	// ClaimBy and ClaimPath are set on session.invited: when the claim
+	// window ends, and the claim page's path (ClaimPath) on the server's
+	// public URL. A server that knows its public URL adds claim_url, the
+	// whole link, when it delivers.
+	ClaimBy   *time.Time `json:"claim_by,omitempty"`
+	ClaimPath string     `json:"claim_path,omitempty"`
 }
 
 // AppendJSON appends d as encoding/json encodes it (HookSession's
@@ -239,6 +249,22 @@ func (d HookSession) AppendJSON(b []byte) []byte {
 	if d.Entry != "" {
 		b = append(b, `,"entry":`...)
 		b = appendJSONString(b, d.Entry)
+	}
+	if d.Position != 0 {
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, d.Position, 10)
+	}
+	if d.Contact != "" {
+		b = append(b, `,"contact":`...)
+		b = appendJSONString(b, d.Contact)
+	}
+	if d.ClaimBy != nil {
+		b = append(b, `,"claim_by":`...)
+		b = appendJSONTime(b, *d.ClaimBy)
+	}
+	if d.ClaimPath != "" {
+		b = append(b, `,"claim_path":`...)
+		b = appendJSONString(b, d.ClaimPath)
 	}
 	return append(b, '}')
 }
@@ -337,7 +363,10 @@ func HookMessages(e Event) []HookMessage {
 
 // HookEvents returns the webhook events of store event e, in order:
 // session.joined for a new session or entrant, session.admitted for one
-// that became active, session.ended for one that ended, room.paused and
+// that became active from waiting, session.invited for a held one whose
+// turn came, session.claimed for an invited one that became active,
+// session.near for one that reached notify_at (a Near change),
+// session.ended for one that ended, room.paused and
 // room.resumed for a configuration event that changed Paused,
 // room.sold_out for the change that sold the last unit, draw.completed
 // for the change that completed a draw and room.closed for the first
@@ -348,11 +377,21 @@ func HookEvents(e Event) []HookEvent {
 	var out []HookEvent
 	for _, c := range e.Changes {
 		s := c.Session
-		if c.From == s.Status {
+		if c.From == s.Status && !c.Near {
 			continue // a draw's ticket or an operator's move: no status change
 		}
 		d := &HookSession{Room: e.Room, Session: s.ID, Ticket: s.Ticket, Key: s.Key, Tier: s.Tier, Status: s.Status,
-			From: c.From, Reason: s.EndReason, JoinedAt: s.JoinedAt, Waiting: e.Waiting, Active: e.Active, Entry: s.Entry}
+			From: c.From, Reason: s.EndReason, JoinedAt: s.JoinedAt, Waiting: e.Waiting, Active: e.Active, Entry: s.Entry,
+			Contact: s.Contact}
+		if c.Near {
+			d.From, d.Position = "", s.Position
+			out = append(out, HookEvent{Type: HookSessionNear, At: e.At, Session: d})
+			continue
+		}
+		if s.Status == StatusInvited {
+			t := s.ClaimBy
+			d.ClaimBy, d.ClaimPath = &t, ClaimPath(e.Room, s.ID)
+		}
 		if !s.AdmittedAt.IsZero() {
 			t := s.AdmittedAt
 			d.Admitted = &t
@@ -365,8 +404,12 @@ func HookEvents(e Event) []HookEvent {
 			out = append(out, HookEvent{Type: HookSessionJoined, At: e.At, Session: d})
 		}
 		switch {
+		case s.Status == StatusActive && c.From == StatusInvited:
+			out = append(out, HookEvent{Type: HookSessionClaimed, At: e.At, Session: d})
 		case s.Status == StatusActive:
 			out = append(out, HookEvent{Type: HookSessionAdmitted, At: e.At, Session: d})
+		case s.Status == StatusInvited:
+			out = append(out, HookEvent{Type: HookSessionInvited, At: e.At, Session: d})
 		case s.Status.Final():
 			out = append(out, HookEvent{Type: HookSessionEnded, At: e.At, Session: d})
 		}

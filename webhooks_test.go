@@ -30,6 +30,11 @@ func TestHookSessionJSON(t *testing.T) {
 			e := tm("ended")
 			d.EndedAt = &e
 		}
+		d.Position, d.Contact, d.ClaimPath = rapid.Int64().Draw(t, "position"), str.Draw(t, "contact"), str.Draw(t, "claim_path")
+		if rapid.Bool().Draw(t, "invited") {
+			c := tm("claim_by")
+			d.ClaimBy = &c
+		}
 		want, err := json.Marshal(d)
 		if err != nil {
 			t.Fatal(err)

@@ -49,6 +49,7 @@ var statuses = map[waitroom.Code]int{
 	waitroom.CodeChallengeWrongRoom: http.StatusBadRequest,
 	waitroom.CodeChallengeUsed:      http.StatusConflict,
 	waitroom.CodeStockConflict:      http.StatusConflict,
+	waitroom.CodeNotInvited:         http.StatusConflict,
 	waitroom.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
 	waitroom.CodeRateLimited:        http.StatusTooManyRequests,
 	waitroom.CodeRoomFull:           http.StatusServiceUnavailable,
@@ -145,7 +146,7 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 		body.Error.Message = MsgUnavailable
 	}
 	body.Error.Message = Clip(body.Error.Message)
-	if known && isDomain && code == waitroom.CodeAlreadyJoined && e.Session != nil {
+	if known && isDomain && (code == waitroom.CodeAlreadyJoined || code == waitroom.CodeNotInvited) && e.Session != nil {
 		body.Session = e.Session
 	}
 	if known && isDomain && (code == waitroom.CodeChallengeRequired || code == waitroom.CodeChallengeExpired) {

@@ -2,8 +2,10 @@
 // at which its room has been letting people in.
 //
 // The estimator remembers each room's last 256 admissions (waiting → active,
-// and waiting → served in manual rooms) from the store's events, so it sees
-// what every server process does. The rate is the number of admissions in
+// waiting → served in manual rooms, and waiting → invited for a held place,
+// whose turn it is: a claim is no second admission, and an invitation left
+// unclaimed holds its slot a claim window, which the rate then shows) from
+// the store's events, so it sees what every server process does. The rate is the number of admissions in
 // the last ten minutes over the time from the oldest of them to now: it
 // follows a room that speeds up within a few admissions, and falls while a
 // room stalls. The estimate for position p is p divided by that rate; its
@@ -92,7 +94,10 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 		if c.From != waitroom.StatusWaiting {
 			continue
 		}
-		if to := c.Session.Status; to != waitroom.StatusActive && to != waitroom.StatusServed {
+		// A held session's invitation is its turn: the line moves then,
+		// so the rate counts invitations and an unclaimed one's slot,
+		// which frees a claim window later, slows the rate it measures.
+		if to := c.Session.Status; to != waitroom.StatusActive && to != waitroom.StatusServed && to != waitroom.StatusInvited {
 			continue
 		}
 		at := c.Session.AdmittedAt

@@ -2,6 +2,7 @@ package eta
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -153,5 +154,65 @@ func TestFastRoomEstimatesAtOnce(t *testing.T) {
 	e.Fill(&s, at)
 	if s.ETA == nil || s.ETA.Seconds < 6 || s.ETA.Seconds > 10 {
 		t.Errorf("position 4,000 in a room admitting 500/s: ETA %+v, want about 8s", s.ETA)
+	}
+}
+
+// TestInvitationsMoveTheLine: in a room that holds places, a held
+// session's invitation is its turn, so invitations set the rate; an
+// unclaimed invitation holds its slot for the claim window, which shows
+// as a slower rate, and a claim is not counted a second time.
+func TestInvitationsMoveTheLine(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	e := New(s)
+	defer e.Close()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity, cfg.WaitingTimeout = 1, 0
+	cfg.HoldPlaces, cfg.ClaimWindow = true, waitroom.Duration(time.Minute)
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	var held []waitroom.Session
+	for i := range 6 {
+		x, err := s.JoinWith(ctx, "r", waitroom.JoinRequest{Contact: fmt.Sprintf("sms:%d", i)}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, x)
+	}
+	// Each invitation goes unclaimed: one turn a minute.
+	now := t0
+	for range 3 {
+		now = now.Add(time.Minute)
+		if _, err := s.Sweep(ctx, "r", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := s.Session(ctx, "r", held[5].ID, now)
+	if err != nil || last.Status != waitroom.StatusWaiting {
+		t.Fatalf("last held session = %+v, %v; want waiting", last, err)
+	}
+	e.Fill(&last, now)
+	if last.ETA == nil {
+		t.Fatalf("no estimate after 4 invitations over 3 minutes")
+	}
+	// Four invitations (t0 and three a minute apart) over three minutes:
+	// 2 ahead at 4/180s is 90s for position 2.
+	if got := last.ETA.Seconds; got < 60 || got > 120 {
+		t.Fatalf("estimate %ds for position %d after invitations a minute apart, want about 90s", got, last.Position)
+	}
+	// A claim is no second turn: the rate must not change.
+	inv, err := s.Session(ctx, "r", held[3].ID, now)
+	if err != nil || inv.Status != waitroom.StatusInvited {
+		t.Fatalf("held[3] = %+v, %v; want invited", inv, err)
+	}
+	before := last.ETA.Seconds
+	if _, err := s.Claim(ctx, "r", held[3].ID, now); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := s.Session(ctx, "r", held[5].ID, now)
+	e.Fill(&again, now)
+	if again.ETA == nil || again.ETA.Seconds != before*int64(again.Position)/int64(last.Position) {
+		t.Fatalf("after a claim: estimate %+v at position %d, want the same rate as %ds at position %d", again.ETA, again.Position, before, last.Position)
 	}
 }

@@ -29,13 +29,19 @@ func (s *Store) QueueAll(ctx context.Context, name string, now time.Time) (waitr
 	slices.Sort(tickets)
 	k := int64(len(tickets))
 	recs := make([]*rec, len(tickets))
+	from := make([]waitroom.Status, len(tickets))
 	for i, tk := range tickets {
 		p := r.active[tk]
 		delete(r.active, tk)
 		if p.unit {
 			r.reserved--
 		}
-		p.unit, p.status, p.admitted, p.touch, p.sched = false, stWaiting, 0, t, 0
+		from[i] = waitroom.StatusActive
+		if p.status == stInvited {
+			from[i] = waitroom.StatusInvited
+		}
+		// It had its turn: it is not told it is near again.
+		p.unit, p.status, p.admitted, p.touch, p.sched, p.near = false, stWaiting, 0, t, 0, true
 		p.place = r.front - k + int64(i)
 		recs[i] = p
 	}
@@ -46,10 +52,11 @@ func (s *Store) QueueAll(ctx context.Context, name string, now time.Time) (waitr
 		r.schedule(tickets[i], recs[i])
 	}
 	r.front -= k
+	r.lineMoved = true
 	moved := make([]rec, len(tickets))
 	keys := make([]string, len(tickets))
 	for i, tk := range tickets {
-		r.record(tk, recs[i], waitroom.StatusActive)
+		r.record(tk, recs[i], from[i])
 		moved[i], keys[i] = *recs[i], r.keyOf[tk]
 	}
 	r.settle(t)
@@ -98,6 +105,7 @@ func (s *Store) Front(ctx context.Context, name, id string, now time.Time) (wait
 		r.front--
 		q.place, q.touch, q.sched = r.front, t, 0
 		r.lane.add(tk, q)
+		r.lineMoved = true
 		r.schedule(tk, q)
 		r.record(tk, q, waitroom.StatusWaiting)
 		return q, nil

@@ -62,6 +62,7 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			moved = append(moved, laneItem{place: x.Place, ticket: x.Ticket, rec: q})
 			r.nWaiting++
 			r.addKey(x.Ticket, q, x.Key)
+			r.addContact(x.Ticket, q, x.Contact)
 		case x.Status == waitroom.StatusWaiting:
 			if r.nLine == 0 {
 				r.base = x.Ticket
@@ -73,8 +74,14 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			p.status = stWaiting
 			q := r.enqueue(x.Ticket, p)
 			r.addKey(x.Ticket, q, x.Key)
-		case x.Status == waitroom.StatusActive:
+			r.addContact(x.Ticket, q, x.Contact)
+		case x.Status == waitroom.StatusActive || x.Status == waitroom.StatusInvited:
 			p.status = stActive
+			if x.Status == waitroom.StatusInvited {
+				// Its claim window runs from its invitation, kept in
+				// admitted_at, across the restart.
+				p.status = stInvited
+			}
 			p.admitted = ms(x.AdmittedAt)
 			if x.Unit && cfg.Inventory != nil {
 				p.unit = true
@@ -84,13 +91,15 @@ func (s *Store) Restore(name string, cfg waitroom.RoomConfig, lastTicket int64, 
 			*a = p
 			r.active[x.Ticket] = a
 			r.addKey(x.Ticket, a, x.Key)
+			r.addContact(x.Ticket, a, x.Contact)
 		default:
-			return fmt.Errorf("restore room %q: session %d has status %q, want waiting or active", name, x.Ticket, x.Status)
+			return fmt.Errorf("restore room %q: session %d has status %q, want waiting, invited or active", name, x.Ticket, x.Status)
 		}
 	}
 	if r.nLine == 0 {
 		r.base = lastTicket + 1
 	}
+	r.lineMoved = true // RestoreNear marks who was told; the rest are told at the first commit
 	// The lane runs from the largest place to the smallest.
 	slices.SortFunc(moved, func(a, b laneItem) int { return int(min(max(b.place-a.place, -1), 1)) })
 	for i, e := range moved {
@@ -173,4 +182,23 @@ func (s *Store) withLoaded(name string, f func(r *room)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(r)
+}
+
+// RestoreNear marks the sessions of a room Restore loaded as told that
+// they are near (waitroom.Change.Near), so a restart does not tell them
+// again. Tickets that are not live sessions of the room are ignored.
+func (s *Store) RestoreNear(name string, tickets []int64) {
+	s.mu.Lock()
+	r := s.rooms[name]
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tickets {
+		if p := r.lookup(t); p != nil {
+			p.near = true
+		}
+	}
 }

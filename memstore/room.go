@@ -14,6 +14,7 @@ const (
 	stNone uint8 = iota
 	stWaiting
 	stActive
+	stInvited // a held session whose turn came: in active, holding a slot (holds.go)
 )
 
 // rec is a live session. It is kept small: a million waiting sessions live in
@@ -31,7 +32,9 @@ type rec struct {
 	status   uint8
 	tier     uint8 // the tier's index in a room with tiers
 	hasKey   bool
-	unit     bool // active, holding a reserved unit of the room's inventory
+	unit     bool // active or invited, holding a reserved unit of the room's inventory
+	held     bool // joined with a contact (room.contacts): needs no presence while waiting
+	near     bool // told it reached notify_at, or sent back by QueueAll (holds.go)
 }
 
 // room is one room's state machine. Every method expects mu to be held.
@@ -77,6 +80,11 @@ type room struct {
 	keys   map[string]int64 // key → ticket of its live session
 	keyOf  map[int64]string // ticket → key, for keyed live sessions
 
+	// contacts holds the contacts of held live sessions (holds.go);
+	// lineMoved says the line changed since near was last told.
+	contacts  map[int64]string
+	lineMoved bool
+
 	heap deadlines
 
 	// Token bucket for rate_per_minute, in units where one token is
@@ -120,6 +128,7 @@ func newRoom(name string, cfg waitroom.RoomConfig, lastTicket int64, keepHistory
 		active:     make(map[int64]*rec),
 		keys:       make(map[string]int64),
 		keyOf:      make(map[int64]string),
+		contacts:   make(map[int64]string),
 	}
 	if keepHistory > 0 {
 		r.hist = newHistory(keepHistory)
@@ -250,11 +259,16 @@ func (r *room) deadline(p *rec) (int64, waitroom.Reason) {
 			at, why = d, reason
 		}
 	}
-	if p.status == stWaiting {
+	switch {
+	case p.status == stInvited:
+		return p.admitted + r.cfg.HeldWindow().Milliseconds(), waitroom.ReasonUnclaimed
+	case p.status == stWaiting && p.held:
+		return 0, "" // held: no presence needed
+	case p.status == stWaiting:
 		if wt := r.cfg.WaitingTimeout.D().Milliseconds(); wt > 0 {
 			consider(p.touch+wt, waitroom.ReasonNoPresence)
 		}
-	} else {
+	default:
 		if ms := r.cfg.MaxSession.D().Milliseconds(); ms > 0 {
 			consider(p.admitted+ms+p.extra, waitroom.ReasonMaxSession)
 		}
@@ -360,11 +374,15 @@ func (r *room) admit(now int64) int {
 	return n
 }
 
-// activate makes waiting session t (at p, a slot of the array) active.
+// activate makes waiting session t (at p, a slot of the array) active, or
+// invited when it is held.
 func (r *room) activate(t int64, p *rec, now int64) {
 	a := new(rec)
 	*a = *p
 	a.status = stActive
+	if a.held {
+		a.status = stInvited
+	}
 	a.admitted = now
 	a.touch = now
 	a.sched = 0
@@ -408,6 +426,7 @@ func (r *room) count(t int64, p *rec) {
 // unwait empties waiting slot p of ticket t and keeps head, counts and the
 // array tidy.
 func (r *room) unwait(t int64, p *rec) {
+	r.nearMoves(t, p)
 	r.nWaiting--
 	if p.place < 0 {
 		r.lane.remove(t, p.place)
@@ -466,8 +485,11 @@ func (r *room) compact(k int) {
 func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Session {
 	from := waitroom.StatusWaiting
 	ended := *p
-	if p.status == stActive {
+	if p.status != stWaiting {
 		from = waitroom.StatusActive
+		if p.status == stInvited {
+			from = waitroom.StatusInvited
+		}
 		delete(r.active, t)
 		if p.unit {
 			r.reserved--
@@ -486,7 +508,14 @@ func (r *room) end(t int64, p *rec, why waitroom.Reason, now int64) waitroom.Ses
 		r.hist.add(s)
 	}
 	if r.ev != nil {
-		r.ev.Changes = append(r.ev.Changes, waitroom.Change{Session: s, From: from})
+		c := waitroom.Change{Session: s, From: from}
+		if ended.held {
+			c.Session.Contact = r.contacts[t] // the webhooks tell the contact why it ended
+		}
+		r.ev.Changes = append(r.ev.Changes, c)
+	}
+	if ended.held {
+		delete(r.contacts, t)
 	}
 	return s
 }
@@ -538,14 +567,21 @@ func (r *room) viewID(id string, t int64, p *rec, pos bool) waitroom.Session {
 		s.Key = r.keyOf[t]
 	}
 	_, s.Entry = r.drawnEntry(t)
-	s.Unit = p.unit && p.status == stActive
-	if p.status == stWaiting {
+	s.Unit = p.unit && p.status != stWaiting
+	switch p.status {
+	case stWaiting:
 		s.Status = waitroom.StatusWaiting
 		if pos {
 			s.Position = r.position(t, p)
 		}
-	} else {
+	case stInvited:
+		s.Status = waitroom.StatusInvited
+		s.ClaimBy = tm(p.admitted + r.cfg.HeldWindow().Milliseconds())
+	default:
 		s.Status = waitroom.StatusActive
+	}
+	if p.held {
+		s.Contact = r.contacts[t]
 	}
 	r.totals(&s)
 	return s
@@ -560,8 +596,9 @@ func (r *room) totals(s *waitroom.Session) {
 	}
 }
 
-// join issues the next ticket, in tier (0 in a room without tiers).
-func (r *room) join(key string, tier int, now int64) (int64, *rec) {
+// join issues the next ticket, in tier (0 in a room without tiers); a
+// contact makes it held.
+func (r *room) join(key string, tier int, contact string, now int64) (int64, *rec) {
 	r.lastTicket++
 	t := r.lastTicket
 	id := waitroom.NewSessionID(t)
@@ -575,6 +612,10 @@ func (r *room) join(key string, tier int, now int64) (int64, *rec) {
 		r.active[t] = a
 		r.base = t + 1 // nobody waits: the array stays empty
 		r.addKey(t, a, key)
+		r.addContact(t, a, contact)
+		if a.held {
+			a.status = stInvited
+		}
 		r.schedule(t, a)
 		r.record(t, a, "")
 		r.count(t, a)
@@ -582,6 +623,7 @@ func (r *room) join(key string, tier int, now int64) (int64, *rec) {
 	}
 	p := r.enqueue(t, rec{secret: id.Secret, joined: now, touch: now, status: stWaiting, place: place, tier: uint8(tier)})
 	r.addKey(t, p, key)
+	r.addContact(t, p, contact)
 	r.schedule(t, p)
 	r.record(t, p, "")
 	return t, p
@@ -602,6 +644,7 @@ func (r *room) enqueue(t int64, p rec) *rec {
 	if p.place > 0 {
 		r.line(int(p.tier)).add(t, p.place)
 	}
+	r.nearMoves(t, q)
 	return q
 }
 
@@ -625,8 +668,12 @@ func (r *room) touch(t int64, p *rec, activity bool, now int64) {
 	}
 }
 
-// goAway starts p's grace period.
+// goAway starts p's grace period; a session that needs no presence (held
+// and waiting, or invited) ignores it.
 func (r *room) goAway(t int64, p *rec, now int64) {
+	if p.status == stInvited || (p.status == stWaiting && p.held) {
+		return
+	}
 	p.away = now + r.cfg.Grace.D().Milliseconds()
 	if p.away == 0 {
 		p.away = 1 // now is the epoch: keep "away" distinguishable from unset
@@ -657,8 +704,9 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 	r.cfg = cfg
 	r.fillBucket()
 	r.retier(old)
+	r.lineMoved = true // notify_at or the tiers may have changed
 	if old.ActiveTimeout == cfg.ActiveTimeout && old.MaxSession == cfg.MaxSession &&
-		old.WaitingTimeout == cfg.WaitingTimeout && old.Grace == cfg.Grace {
+		old.WaitingTimeout == cfg.WaitingTimeout && old.Grace == cfg.Grace && old.ClaimWindow == cfg.ClaimWindow {
 		return
 	}
 	// Timeouts changed: deadlines may now be earlier than scheduled. This

@@ -154,6 +154,7 @@ func (s *Store) begin(r *room, kind waitroom.EventKind, now int64) {
 // returns what must run after unlocking: waiting for durability, then
 // telling subscribers.
 func (s *Store) commit(r *room) (after func() error) {
+	r.tellNear()
 	ev := r.ev
 	r.ev = nil
 	closing := r.closing()
@@ -442,6 +443,11 @@ func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequ
 			}
 		}
 	}
+	if req.Contact != "" && (!r.cfg.HoldPlaces || r.preQueue()) {
+		after := s.commit(r)
+		r.mu.Unlock()
+		return waitroom.Session{}, firstErr(after(), waitroom.NotHeld(r.name, r.cfg.HoldPlaces && r.preQueue()))
+	}
 	tier := r.cfg.TierIndex(req.Tier)
 	if err := r.spendable(req.Uses, t); tier < 0 || err != nil {
 		if tier < 0 {
@@ -458,7 +464,7 @@ func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequ
 		r.mu.Unlock()
 		return out, after()
 	}
-	tk, _ := r.join(key, tier, t)
+	tk, _ := r.join(key, tier, req.Contact, t)
 	r.settle(t)
 	var out waitroom.Session
 	if p := r.lookup(tk); p != nil {

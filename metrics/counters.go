@@ -63,7 +63,9 @@ func (c *counters) record(ev waitroom.Event) {
 			joins++
 		}
 		switch {
-		case st == waitroom.StatusActive && ch.From != waitroom.StatusActive:
+		case (st == waitroom.StatusActive || st == waitroom.StatusInvited) && (ch.From == "" || ch.From == waitroom.StatusWaiting):
+			// An admission, or a held session's invitation (its claim,
+			// invited to active, is not a second admission).
 			admissions++
 		case st.Final() && !ch.From.Final():
 			ends = addEnding(ends, st, ch.Session.EndReason)

@@ -224,3 +224,37 @@ func TestStoreDown(t *testing.T) {
 	defer metrics.Register(store, reg)()
 	checkSeries(t, reg, "waitroom_store_up{} 0")
 }
+
+// TestCountersHeldPlaces: a held session's invitation is its admission;
+// its claim is not a second one; an invitation left unclaimed ends with
+// reason unclaimed.
+func TestCountersHeldPlaces(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	reg := prometheus.NewRegistry()
+	stop := metrics.Register(store, reg)
+	defer stop()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity, cfg.WaitingTimeout = 2, 0
+	cfg.HoldPlaces, cfg.ClaimWindow = true, waitroom.Duration(time.Minute)
+	if _, _, err := store.PutRoom(ctx, "clinic", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	a, err := store.JoinWith(ctx, "clinic", waitroom.JoinRequest{Contact: "sms:1"}, t0)
+	noErr(t, err)
+	_, err = store.JoinWith(ctx, "clinic", waitroom.JoinRequest{Contact: "sms:2"}, t0)
+	noErr(t, err)
+	_, err = store.Claim(ctx, "clinic", a.ID, t0.Add(time.Second))
+	noErr(t, err)
+	_, err = store.Sweep(ctx, "clinic", t0.Add(time.Minute))
+	noErr(t, err)
+	checkSeries(t, reg,
+		"waitroom_store_up{} 1",
+		"waitroom_joins_total{room=clinic} 2",
+		"waitroom_admissions_total{room=clinic} 2",
+		"waitroom_ends_total{reason=unclaimed,room=clinic,status=expired} 1",
+		"waitroom_active{room=clinic} 1",
+		"waitroom_waiting{room=clinic} 0",
+	)
+}

@@ -78,7 +78,7 @@ func (c *roomClock) apply(ev waitroom.Event) {
 		if ch.From == waitroom.StatusWaiting && ch.Session.Status != waitroom.StatusWaiting {
 			c.departed++
 		}
-		if ch.Session.Status == waitroom.StatusWaiting && ch.Session.Place < 0 && ch.From != "" {
+		if ch.Session.Status == waitroom.StatusWaiting && ch.Session.Place < 0 && ch.From != "" && !ch.Near {
 			moved = true
 		}
 		if ch.From == "" && c.joinsAhead(ch.Session) {

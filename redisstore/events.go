@@ -61,11 +61,11 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 }
 
 // An event on the wire is lines separated by '\n' with fields separated by
-// '\t' (keys cannot hold control characters, secrets are hex, the
-// configuration is JSON, which escapes them):
+// '\t' (keys and contacts cannot hold control characters, secrets are hex,
+// the configuration is JSON, which escapes them):
 //
 //	1 pid room kind at waiting active last_ticket config_json admissions inversions max_admitted sold [flags]
-//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns [tier]]]]]
+//	ticket secret from status key joined admitted ended reason waiting active capacity [entry [opens entrants [remaining unit [place extended_ms extended_ns [tier [contact claim_by [position]]]]]]]
 //	u ticket unit
 //	…
 //
@@ -77,10 +77,16 @@ func (s *Store) Subscribe(fn func(waitroom.Event)) (cancel func()) {
 // 17 (remaining and unit empty without an inventory), then its place and
 // its extension in ms and the ns past them. A live session of a room with
 // tiers has 21: the 20 (place 0 for an entrant before the draw), then its
-// tier's name. A "u" line is a unit taken from (0) or given to (1) an
-// active session outside a status change (Event.Units). The head ends with
-// the change's flags when it has any: letters p (Event.PausedBefore, on a
-// config event), s (SoldOut), d (DrawDone) and c (Closed).
+// tier's name. A held session (one with a contact: holds.lua), ended too,
+// has 23: the 21 (zeros, empty stock fields and an empty tier where they
+// do not apply), then its contact and, invited, when its claim window ends
+// (0 otherwise). A near change (Change.Near: a waiting session that
+// reached notify_at, from waiting to waiting) has 24: the 23 (an empty
+// contact for a session that is not held), then its position. A "u" line
+// is a unit taken from (0) or given to (1) an active session outside a
+// status change (Event.Units). The head ends with the change's flags when
+// it has any: letters p (Event.PausedBefore, on a config event), s
+// (SoldOut), d (DrawDone) and c (Closed).
 
 // decodeEvent parses an event message; ok is false for anything else.
 func decodeEvent(msg string) (waitroom.Event, bool) {
@@ -162,13 +168,16 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 
 func decodeChange(room, line string) (waitroom.Change, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 12 && len(f) != 13 && len(f) != 15 && len(f) != 17 && len(f) != 20 && len(f) != 21 {
+	switch len(f) {
+	case 12, 13, 15, 17, 20, 21, 23, 24:
+	default:
 		return waitroom.Change{}, false
 	}
-	// Without an inventory a 20-field line has empty stock fields.
+	// Without an inventory a line of 20 fields or more has empty stock
+	// fields.
 	stocked := len(f) >= 17 && f[15] != ""
-	var n [20]int64
-	for _, i := range []int{0, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19} {
+	var n [24]int64
+	for _, i := range []int{0, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23} {
 		if i >= len(f) {
 			break
 		}
@@ -208,8 +217,14 @@ func decodeChange(room, line string) (waitroom.Change, bool) {
 	if len(f) >= 20 {
 		c.Session.Place, c.Session.Extended = n[17], extended(n[18], n[19])
 	}
-	if len(f) == 21 {
+	if len(f) >= 21 {
 		c.Session.Tier = f[20]
+	}
+	if len(f) >= 23 {
+		c.Session.Contact, c.Session.ClaimBy = f[21], tm(n[22])
+	}
+	if len(f) == 24 {
+		c.Near, c.Session.Position = true, n[23]
 	}
 	c.Session.ID = id.String()
 	return c, true

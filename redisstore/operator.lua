@@ -42,9 +42,11 @@ end
 local function frontCounter() return tonumber(redis.call('HGET', K_ROOM, 'front') or '0') end
 
 -- queueAll is QueueAll on a settled room: the room is paused (its stored
--- configuration too, as PutRoom stores it), and the active sessions, by
--- ticket, wait again at places front-k .. front-1, their units given back,
--- present as of now. One config event carries the pause and their changes.
+-- configuration too, as PutRoom stores it), and the active and invited
+-- sessions, by ticket, wait again at places front-k .. front-1, their units
+-- given back, present as of now, marked as told they are near (they had
+-- their turn: holds.lua); a held one keeps its contact. One config event
+-- carries the pause and their changes.
 -- Reply: info, the moved sessions in line order, and 1 when a sold-out line
 -- is still being ended (the caller settles and reads the room again).
 local function queueAll()
@@ -60,17 +62,18 @@ local function queueAll()
   local moved = {}
   for i, x in ipairs(ts) do
     local s = load(tonumber(x))
-    local pl = front - k + i - 1
+    local from, pl = s.st, front - k + i - 1
     redis.call('ZREM', K_ACTIVE, x)
     nA = nA - 1
     if s.u then release(s) end
     redis.call('ZADD', K_WAIT, i2s(pl), x)
     nW = nW + 1
     redis.call('ZREM', K_DUE, x)
-    s.st, s.pl, s.ad, s.tc, s.sch = 'waiting', pl, 0, now, 0
-    redis.call('HSET', skey(s.t), 'st', 'waiting', 'pl', i2s(pl), 'ad', '0', 'tc', i2s(now), 'sch', '0', 'u', '0')
+    s.st, s.pl, s.ad, s.tc, s.sch, s.nt = 'waiting', pl, 0, now, 0, true
+    redis.call('HSET', skey(s.t), 'st', 'waiting', 'pl', i2s(pl), 'ad', '0', 'tc', i2s(now), 'sch', '0', 'u', '0',
+      'nt', '1')
     schedule(s)
-    change(s, 'active')
+    change(s, from)
     moved[i] = s
   end
   if k > 0 then redis.call('HSET', K_ROOM, 'front', i2s(front - k)) end
@@ -79,7 +82,10 @@ local function queueAll()
   local out = {}
   for i, s in ipairs(moved) do out[i] = view(s, true) end
   local m = 0
-  if more then m = 1 end
+  if more then
+    m = 1
+    NEAR.later = true -- the caller settles: that run tells who is near
+  end
   return reply('ok', info(), out, m)
 end
 
@@ -99,6 +105,7 @@ local function moveOp(p, s)
     redis.call('HSET', skey(s.t), 'pl', i2s(pl), 'tc', i2s(now))
     schedule(s)
     change(s, 'waiting')
+    NEAR.new[#NEAR.new + 1] = s.t -- it may now stand within notify_at
   else
     if p or st ~= 'active' then return reply('not_active', st) end
     local ex, exn = (s.ex or 0) + tonumber(ARGV[14]), (s.exn or 0) + tonumber(ARGV[15])

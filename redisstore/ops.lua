@@ -7,7 +7,8 @@ local exists = loadRoom()
 -- schedule it set or moved ('' and 0 for none) }.
 if OP == 'putroom' and not exists then
   -- ARGV 11.. mode cap rate idle maxs wt grace paused cfg tsig opens closes seed inventory,
-  -- 25.. tier names, policy, steps (tiers.lua)
+  -- 25.. tier names, policy, steps (tiers.lua), 28.. hold_places ('1' or
+  -- '0'), claim window (ms), notify_at (holds.lua)
   local base = tonumber(redis.call('GET', K_SEQ) or '0')
   local ebase = tonumber(redis.call('GET', K_ESEQ) or '0')
   local rate = tonumber(ARGV[13])
@@ -18,7 +19,7 @@ if OP == 'putroom' and not exists then
     'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19],
     'tsig', ARGV[20], 'now', i2s(ARGNOW), 'units', i2s(full), 'uat', i2s(ARGNOW), 'base', i2s(base),
     'nw', '0', 'na', '0', 'last', i2s(base), 'dmin', '0', 'closes', ARGV[22], 'npre', '0', 'ebase', i2s(ebase),
-    'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0')
+    'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0', 'hp', ARGV[28], 'cw', ARGV[29], 'nat', ARGV[30])
   if ARGV[24] ~= '' then redis.call('HSET', K_ROOM, 'stock', ARGV[24]) end
   loadRoom()
   R.pb = false -- a room made now was not paused before (emit's flags)
@@ -29,6 +30,7 @@ if OP == 'putroom' and not exists then
   if drawDue() then
     freeze()
     drawnow = 1
+    NEAR.later = true
   end
   return reply('ok', 1, info(), 0, drawnow, seed, R.opens)
 end
@@ -186,7 +188,11 @@ if OP == 'putroom' then
   redis.call('HSET', K_ROOM, 'mode', ARGV[11], 'cap', ARGV[12], 'rate', ARGV[13], 'idle', ARGV[14],
     'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19], 'tsig', ARGV[20])
   R.closes = tonumber(ARGV[22])
-  redis.call('HSET', K_ROOM, 'closes', ARGV[22])
+  redis.call('HSET', K_ROOM, 'closes', ARGV[22], 'hp', ARGV[28], 'cw', ARGV[29], 'nat', ARGV[30])
+  R.hp, R.cw = ARGV[28] == '1', tonumber(ARGV[29])
+  -- A raised notify_at tells the sessions it newly covers (holds.lua).
+  if tonumber(ARGV[30]) > R.nat then NEAR.all = true end
+  R.nat = tonumber(ARGV[30])
   setTiers(ARGV[25], ARGV[26], ARGV[27])
   units, uat = burst() * 60000, now
   local old = R.stock
@@ -207,6 +213,9 @@ if OP == 'putroom' then
   kind, cfgjson = 'config', cfgOut()
   local m = 0
   if again then m = 1 end
+  -- The caller completes the draw or the expiries, then settles: that run
+  -- tells who is near.
+  if again or drawnow == 1 then NEAR.later = true end
   return reply('ok', 0, info(), m, drawnow, seed, R.opens)
 end
 
@@ -244,9 +253,10 @@ if OP == 'deleteroom' then
 end
 
 if OP == 'join' then
-  -- ARGV 11 key, 12 secret; for a join with a tier or token uses 13 the
-  -- tier ('' for the lowest), 14.. the uses (tiers.lua)
-  local key, sec = ARGV[11], ARGV[12]
+  -- ARGV 11 key, 12 secret; for a join with a tier, token uses or a
+  -- contact 13 the tier ('' for the lowest), 14 the contact ('' for none:
+  -- holds.lua), 15.. the uses (tiers.lua)
+  local key, sec, contact = ARGV[11], ARGV[12], ARGV[14] or ''
   if R.closes > 0 and now >= R.closes then return reply('room_closed', R.closes) end
   if soldOut() then return reply('sold_out', R.stock) end
   local rt = redis.call('HGET', K_RECENT, sec)
@@ -274,11 +284,13 @@ if OP == 'join' then
       return reply('already_joined', view(load(tonumber(lt)), true))
     end
   end
+  local refused = heldRefused(contact)
+  if refused then return reply('not_held', refused) end
   local tr = joinTier(ARGV[13] or '')
   if tr == nil then return reply('no_tier') end
-  local used = usedUp(14)
+  local used = usedUp(15)
   if used then return reply('token_used', used) end
-  spend(14)
+  spend(15)
   if not tiered() then tr = nil end
   if R.sch == 'pre' then
     return reply('ok', entrantView(enterNow(key, sec, tr)))
@@ -288,10 +300,12 @@ if OP == 'join' then
   local pl = 0
   if tr then pl = placeFor(tr, t) end
   local s = { t = t, sec = sec, key = key, j = now, ad = 0, tc = now, aw = 0, sch = 0, why = '', e = 0, en = 0,
-    u = false, pl = pl, tr = tr }
+    u = false, pl = pl, tr = tr, ct = contact, nt = false }
   local ts = i2s(t)
   if nW == 0 and canAdmit() and takeToken() then
+    -- A held join is invited (holds.lua).
     s.st, s.ad = 'active', now
+    if contact ~= '' then s.st = 'invited' end
     redis.call('ZADD', K_ACTIVE, ts, ts)
     nA = nA + 1
     reserve(s)
@@ -302,12 +316,14 @@ if OP == 'join' then
     if pl ~= 0 then score = i2s(pl) end
     redis.call('ZADD', K_WAIT, score, ts)
     nW = nW + 1
+    NEAR.new[#NEAR.new + 1] = t
   end
   cache[t] = s
   local d = deadline(s)
   if d ~= 0 then due(s, d) end
   local f = { 'sec', sec, 'st', s.st, 'j', i2s(now), 'ad', i2s(s.ad), 'tc', i2s(now), 'aw', '0', 'sch', i2s(s.sch) }
   if s.u then f[#f + 1] = 'u'; f[#f + 1] = '1' end
+  if contact ~= '' then f[#f + 1] = 'ct'; f[#f + 1] = contact end
   if tr then
     f[#f + 1] = 'pl'; f[#f + 1] = i2s(pl)
     f[#f + 1] = 'tr'; f[#f + 1] = i2s(tr)
@@ -350,6 +366,7 @@ local t, en = tonumber(ARGV[11]), tonumber(ARGV[13])
 if t == 0 and en == 0 then return reply('invalid_session_id') end
 local p, s = lookup(t, ARGV[12], en)
 if OP == 'front' or OP == 'extend' then return moveOp(p, s) end
+if OP == 'claim' then return claimOp(p, s) end
 if p then
   -- A live entrant needs no presence before the draw, so Away changes
   -- nothing for it.
@@ -361,6 +378,8 @@ if s == nil then return reply('session_not_found') end
 
 if OP == 'session' or OP == 'heartbeat' then
   if not live(s) then return reply('ok', view(s, false)) end
+  -- An invited session needs no presence: nothing changes.
+  if s.st == 'invited' then return reply('ok', view(s, true)) end
   if (s.st == 'waiting' or OP == 'heartbeat') and s.tc ~= now or s.aw ~= 0 then
     if s.st == 'waiting' or OP == 'heartbeat' then s.tc = now end
     s.aw = 0
@@ -371,7 +390,7 @@ if OP == 'session' or OP == 'heartbeat' then
 end
 
 if OP == 'away' then
-  if live(s) then
+  if live(s) and not needsNoPresence(s) then
     s.aw = now + R.grace
     if s.aw == 0 then s.aw = 1 end -- now is the epoch: keep away distinguishable from present
     redis.call('HSET', skey(s.t), 'aw', i2s(s.aw))

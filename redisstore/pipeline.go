@@ -267,7 +267,7 @@ func mergeJoins(calls []*scriptCall) []*scriptRun {
 	runs := make([]*scriptRun, 0, len(calls))
 	var byRoom map[string]*scriptRun
 	for _, c := range calls {
-		// A join with a tier or token uses (more than key and secret:
+		// A join with a tier, token uses or a contact (more than key and secret:
 		// joinArgs) runs on its own.
 		if c.alone || c.args[0] != "join" || len(c.args) != 12 {
 			runs = append(runs, &scriptRun{keys: c.keys, args: c.args, calls: []*scriptCall{c}})

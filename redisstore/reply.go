@@ -86,6 +86,7 @@ func decodeSession(room string, x any) (waitroom.Session, bool) {
 	if len(v) >= 21 {
 		s.Tier = str(v, 20)
 	}
+	holdFields(&s, v)
 	s.ID = id.String()
 	return s, true
 }
@@ -142,6 +143,8 @@ func errorFor(room string, r result) error {
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, "Only a waiting session can move to the front of the line; this one is %s.", stateName(str(r.rest, 0)))
 	case "not_active":
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, "Only an active session can be extended; this one is %s.", stateName(str(r.rest, 0)))
+	case "not_invited":
+		return notInvited(room, r)
 	case "already_joined":
 		live, ok := decodeSession(room, first(r.rest))
 		if !ok {
@@ -192,7 +195,8 @@ func decodeRoom(name string, x any) (waitroom.Room, int64, error) {
 // for the inventory, which the script keeps apart: see stock.lua), the
 // schedule in unix milliseconds (0 for none), a fresh seed, which the
 // script keeps only for a room scheduled for the first time, the
-// inventory ("" for none) and the tiers (tierArgs).
+// inventory ("" for none), the tiers (tierArgs) and the holding of places
+// (holdArgs).
 func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 	inventory := ""
 	if cfg.Inventory != nil {
@@ -208,8 +212,13 @@ func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 		paused = "1"
 	}
 	// The timeouts' signature, exact to the nanosecond as memstore compares
-	// them, tells the script when deadlines must be planned afresh.
+	// them, tells the script when deadlines must be planned afresh; the
+	// claim window (holdArgs) counts only where places are, or were, held,
+	// so other rooms keep the signature they had.
 	tsig := fmt.Sprintf("%d,%d,%d,%d", cfg.ActiveTimeout, cfg.MaxSession, cfg.WaitingTimeout, cfg.Grace)
+	if cfg.HoldPlaces || cfg.ClaimWindow != 0 {
+		tsig += fmt.Sprintf(",%d", cfg.HeldWindow())
+	}
 	var opens, closes int64
 	seed := ""
 	if !cfg.OpensAt.IsZero() {
@@ -219,12 +228,13 @@ func configArgs(cfg waitroom.RoomConfig) ([]any, error) {
 	if !cfg.ClosesAt.IsZero() {
 		closes = cfg.ClosesAt.UnixMilli()
 	}
-	return append([]any{
+	args := append([]any{
 		string(cfg.Mode), cfg.Capacity, cfg.RatePerMinute,
 		cfg.ActiveTimeout.D().Milliseconds(), cfg.MaxSession.D().Milliseconds(),
 		cfg.WaitingTimeout.D().Milliseconds(), cfg.Grace.D().Milliseconds(),
 		paused, string(blob), tsig, opens, closes, seed, inventory,
-	}, tierArgs(cfg)...), nil
+	}, tierArgs(cfg)...)
+	return append(args, holdArgs(cfg)...), nil
 }
 
 // idArgs returns the script arguments naming session id: ticket, secret

@@ -13,7 +13,8 @@
 --                    place an operator's move gave (operator.lua), or in a
 --                    room with tiers the place its tier gave (tiers.lua), so
 --                    the line is ZRANGE order and position = ZRANK + 1
---   4 active  ZSET   active tickets scored by ticket
+--   4 active  ZSET   active and invited tickets (those holding a slot:
+--                    holds.lua) scored by ticket
 --   5 keys    HASH   key -> ticket of its live session
 --   6 due     ZSET   ticket -> scheduled deadline (lazy, as memstore's heap)
 --   7 hist    STREAM ended sessions, capped
@@ -22,7 +23,9 @@
 -- as are the keys of a scheduled room (schedule.lua): eseq, pre, e2t, draw,
 -- dlist, x:<entry> and dl, of a room with an inventory (stock.lua): hold,
 -- and of token uses (tiers.lua): uc and ux. The room hash also holds the
--- tiers (tn, tp, tw) and their state (vt, fin, tm): tiers.lua.
+-- tiers (tn, tp, tw) and their state (vt, fin, tm): tiers.lua; and the
+-- holding of places (hp, cw) and telling sessions they are near (nat,
+-- nsc): holds.lua.
 -- Webhooks (hooks.lua and hooks.go): the room hash holds hk = '1' while the
 -- room has a webhook, and then every event the room makes also goes, in the
 -- same run, to the outbox ob (a STREAM, never deleted so its ids, which name
@@ -31,11 +34,13 @@
 -- webhook's state) are hooks.lua's.
 --
 -- The script is this file, then schedule.lua, stock.lua, operator.lua,
--- tiers.lua and ops.lua, run as one (store.go joins them): this file holds
--- the fast paths and the general machinery, schedule.lua the pre-queue and
--- the draw, stock.lua the inventory and the fairness counts, operator.lua
--- an operator's moves (QueueAll, Front, Extend, Lookup) and the order of
--- the line, tiers.lua the tiers and token uses, ops.lua the operations.
+-- tiers.lua, holds.lua and ops.lua, run as one (store.go joins them): this
+-- file holds the fast paths and the general machinery, schedule.lua the
+-- pre-queue and the draw, stock.lua the inventory and the fairness counts,
+-- operator.lua an operator's moves (QueueAll, Front, Extend, Lookup) and
+-- the order of the line, tiers.lua the tiers and token uses, holds.lua
+-- held sessions, Claim and telling sessions they are near, ops.lua the
+-- operations.
 --
 -- ARGV: 1 op, 2 room name, 3 now (unix ms), 4 process id, 5 publish command
 -- ('' for none), 6 channel, 7 '1' to return the event, 8 retention of ended
@@ -56,7 +61,9 @@
 -- moved or extended, or of a room with tiers, is padded to 17 (the stock
 -- fields nil without an inventory) and goes on with its place, extension
 -- in ms and the ns past them (placeTail, operator.lua), and in a room with
--- tiers its tier's name (tiers.lua).
+-- tiers its tier's name (tiers.lua). A live held session is padded to 21
+-- (the tier '' without tiers) and ends with its contact and, invited, when
+-- its claim window ends (holdTail, holds.lua).
 
 local K_ROOM, K_SEQ, K_WAIT, K_ACTIVE, K_KEYS, K_DUE, K_HIST, K_LEASE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -156,7 +163,7 @@ end
 if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'paused', 'now', 'units', 'uat',
     'base', 'nw', 'na', 'dmin', 'wt', 'idle', 'maxs', 'sch', 'opens', 'closes', 'npre', 'ebase', 'last',
-    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn', 'hk', 'clt')
+    'stock', 'sold', 'rsv', 'adm', 'invs', 'madm', 'tn', 'hk', 'clt', 'nat', 'nsc')
   if v[1] then
     local fmt = string.format
     -- A room with webhooks makes its events whatever the caller asked.
@@ -188,6 +195,11 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
     -- The first operation at or after closes_at tells it (emit), in the
     -- general path.
     if closed and tonumber(v[29] or '0') ~= closes then quiet = false end
+    -- notify_at (holds.lua): a join within it is told it is near, in the
+    -- general path; and sessions a draw or a batched run left to tell (nsc)
+    -- are told by the next operation there.
+    local nat = tonumber(v[30] or '0')
+    if v[31] == '1' then quiet = false end
     -- Sold out: a line not yet ended is ended in the general path; with
     -- nothing else to do, a join is refused at once.
     local soldout = stock ~= nil and sold >= stock
@@ -247,9 +259,10 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         local ts = fmt('%d', t)
         local sk = PFX .. 's:' .. ts
         local s = redis.call('HMGET', sk, 'sec', 'st', 'tc', 'aw', 'sch', 'key', 'j', 'ad', 'en', 'u', 'pl', 'ex', 'exn',
-          'tr')
+          'tr', 'ct')
         local st = s[2]
-        local timer = (st == 'waiting' and tonumber(v[12]) > 0) or
+        -- A held session (its contact, ct) has no deadline while it waits.
+        local timer = (st == 'waiting' and tonumber(v[12]) > 0 and not s[15]) or
           (st == 'active' and (tonumber(v[13]) > 0 or tonumber(v[14]) > 0))
         -- A live session of this incarnation whose deadline is scheduled.
         if s[1] == ARGV[12] and (st == 'waiting' or st == 'active') and not (s[5] == '0' and timer) then
@@ -272,6 +285,15 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
             if not stock then r[16], r[17] = false, false end
             r[18], r[19], r[20] = pl, ex, exn
             if s[14] then r[21] = tierOf(tn, tonumber(s[14])) end
+          end
+          -- A held session's contact (holds.lua's holdTail); an invited
+          -- one took the general path.
+          if s[15] then
+            for i = #r + 1, 15 do r[i] = 0 end
+            if #r < 17 then r[16], r[17] = false, false end
+            for i = #r + 1, 20 do r[i] = 0 end
+            if #r < 21 then r[21] = '' end
+            r[22], r[23] = s[15], 0
           end
           return { 'ok', '', r }
         end
@@ -325,7 +347,8 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
         end
         return { 'ok', ev, head, out }
       end
-      if not (nw > 0 or not open) then return { 'slow', '' } end
+      -- Joins within notify_at are told they are near: the general path.
+      if not (nw > 0 or not open) or nw < nat then return { 'slow', '' } end
       local head = { now, nw, na, cap }
       if stock then head[5], head[6], head[7] = 0, 0, rem end
       local ns, na_s, cap_s = fmt('%d', now), fmt('%d', na), fmt('%d', cap)
@@ -400,8 +423,9 @@ if OP == 'session' or OP == 'heartbeat' or OP == 'join' or OP == 'joins' then
       end
     end
 
-    -- A join that waits: someone already does, or admission is closed.
-    if quiet and plain and not pre and not closed and OP == 'join' and (nw > 0 or not open) then
+    -- A join that waits: someone already does, or admission is closed;
+    -- and it waits past notify_at, so nobody is told anything.
+    if quiet and plain and not pre and not closed and OP == 'join' and (nw > 0 or not open) and nw >= nat then
       local key, sec = ARGV[11], ARGV[12]
       if (key == '' or not redis.call('HGET', K_KEYS, key)) and redis.call('HEXISTS', K_RECENT, sec) == 0 then
         local t = redis.call('INCR', K_SEQ)
@@ -455,6 +479,13 @@ local R, T, now, nW, nA, last, units, uat, dmin, npre
 local loadTiers, saveTiers, tierName, placeFor, letInTier, liveTail
 local adm, invs, madm, sold, rsv
 local changes, kind, cfgjson = {}, 'sessions', ''
+-- What the operation did to the line, for telling sessions they are near
+-- at its end (holds.lua's tellNear): k waiting sessions left it (admitted
+-- or ended), new lists tickets that entered it or moved up (a join, a
+-- Front) and may stand within notify_at, all asks for a scan of the whole
+-- of positions 1..notify_at, and later says the caller runs the script
+-- again to finish the operation, so telling waits for that run.
+local NEAR = { k = 0, new = {}, all = false, later = false }
 -- always makes a sessions event go out without changes: a draw's.
 local always = false
 
@@ -462,7 +493,7 @@ local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
     'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
     'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv',
-    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk', 'clt')
+    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk', 'clt', 'hp', 'cw', 'nat', 'nsc')
   if not v[1] then return false end
   loadTiers(v[30], v[31], v[32], v[33], v[34], v[35])
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
@@ -470,7 +501,10 @@ local function loadRoom()
     lastnow = tonumber(v[9]), base = tonumber(v[12]), cfg = v[13], tsig = v[14],
     sch = v[19] or '', opens = tonumber(v[20] or '0'), closes = tonumber(v[21] or '0'),
     ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or ''), hk = v[36] == '1',
-    clt = tonumber(v[37] or '0') }
+    clt = tonumber(v[37] or '0'), hp = v[38] == '1', cw = tonumber(v[39] or '0'), nat = tonumber(v[40] or '0'),
+    nsc = v[41] == '1' }
+  -- Telling left pending by an earlier run (holds.lua) scans all of 1..nat.
+  NEAR.all = R.nsc
   -- A room with webhooks makes its events whatever the caller asked: they
   -- go to its outbox (emit).
   if R.hk then EV = true end
@@ -497,7 +531,9 @@ end
 -- (the wait score: negative once an operator moved it, positive in a room
 -- with tiers, else 0 and the ticket is the score), ex and exn how long
 -- an operator extended it, in ms and the ns past them (operator.lua), tr
--- its tier's index in a room with tiers (nil otherwise: tiers.lua).
+-- its tier's index in a room with tiers (nil otherwise: tiers.lua), ct
+-- the contact of a held session ('' for none) and nt whether it was told
+-- it is near (holds.lua).
 -- Loaded sessions are cached for the run, so every change goes through one
 -- table and nothing is read twice.
 local cache = {}
@@ -505,18 +541,21 @@ local function load(t)
   local s = cache[t]
   if s then return s end
   local v = redis.call('HMGET', skey(t), 'sec', 'key', 'st', 'j', 'ad', 'tc', 'aw', 'sch', 'why', 'end', 'en', 'u',
-    'pl', 'ex', 'exn', 'tr')
+    'pl', 'ex', 'exn', 'tr', 'ct', 'nt')
   if not v[1] then return nil end
   s = { t = t, sec = v[1], key = v[2] or '', st = v[3], j = tonumber(v[4]) or 0,
     ad = tonumber(v[5]) or 0, tc = tonumber(v[6]) or 0, aw = tonumber(v[7]) or 0,
     sch = tonumber(v[8]) or 0, why = v[9] or '', e = tonumber(v[10]) or 0, en = tonumber(v[11]) or 0,
     u = v[12] == '1', pl = tonumber(v[13] or '0'), ex = tonumber(v[14] or '0'), exn = tonumber(v[15] or '0'),
-    tr = tonumber(v[16] or '') }
+    tr = tonumber(v[16] or ''), ct = v[17] or '', nt = v[18] == '1' }
   cache[t] = s
   return s
 end
 
-local function live(s) return s.st == 'waiting' or s.st == 'active' end
+-- live reports whether s is waiting, invited or active; holding whether
+-- it holds a slot (active or invited: an invited session's is reserved).
+local function live(s) return s.st == 'waiting' or s.st == 'active' or s.st == 'invited' end
+local function holding(s) return s.st == 'active' or s.st == 'invited' end
 
 -- find returns the session with ticket t of this incarnation of the room
 -- whose secret is sec, or nil.
@@ -537,36 +576,47 @@ local stockTail, lineTail, reserve, release, count, endSoldOut
 -- Defined in operator.lua: placeTail adds a live session's place,
 -- extension and tier to its array or event line.
 local placeTail
+-- Defined in holds.lua: holdTail adds a held session's contact and claim
+-- window (and a near change's position) to its array or event line;
+-- tellNear tells the sessions that reached notify_at at the end of an
+-- operation.
+local holdTail, tellNear
 
 -- view is the reply form of a session with the room's totals now.
 local function view(s, pos)
   local p = 0
   if pos and s.st == 'waiting' then p = redis.call('ZRANK', K_WAIT, i2s(s.t)) + 1 end
-  local unit = s.u and s.st == 'active'
+  local unit = s.u and holding(s)
   local v = { s.t, s.sec, s.st, s.key, s.j, s.ad, s.e, s.why, p, nW, nA, R.cap }
   if (s.en or 0) ~= 0 then v[13] = s.en end
   v = stockTail(v, unit)
-  if live(s) then v = placeTail(v, s) end
+  if live(s) then v = holdTail(placeTail(v, s), s) end
   return v
 end
 
 -- change records a status change for the event. Live sessions carry the
 -- totals of that moment, and in a room with an inventory the units
--- remaining and their own; ended ones none (as memstore).
-local function change(s, from)
+-- remaining and their own; ended ones none (as memstore). A held session's
+-- carries its contact, ended too (a webhook tells it why it ended). With
+-- pos it is a near change of waiting s at that position (holds.lua).
+local function change(s, from, pos)
   if not EV then return end
   local w, a, c = 0, 0, 0
   if live(s) then w, a, c = nW, nA, R.cap end
   local f = { i2s(s.t), s.sec, from, s.st, s.key, i2s(s.j), i2s(s.ad), i2s(s.e), s.why, i2s(w), i2s(a), i2s(c) }
   if (s.en or 0) ~= 0 then f[13] = i2s(s.en) end
-  if live(s) then f = placeTail(stockTail(f, s.u and s.st == 'active', true), s, true) end
-  changes[#changes + 1] = table.concat(f, '\t')
+  if live(s) then f = placeTail(stockTail(f, s.u and holding(s), true), s, true) end
+  changes[#changes + 1] = table.concat(holdTail(f, s, true, pos), '\t')
 end
 
 -- deadline returns when s is due and why; 0 when it has no deadline. On a
 -- tie the first considered wins: the contract's order.
 local function deadline(s)
   local at, why = 0, ''
+  -- An invited session is due when its claim window ends, and at nothing
+  -- else; a held one needs no presence while it waits (holds.lua).
+  if s.st == 'invited' then return s.ad + R.cw, 'unclaimed' end
+  if s.st == 'waiting' and (s.ct or '') ~= '' then return 0, '' end
   if s.st == 'waiting' then
     if R.wt > 0 then at, why = s.tc + R.wt, 'no_presence' end
   else
@@ -608,13 +658,14 @@ local REASON_STATUS = { left = 'left', revoked = 'left', served = 'served' }
 -- deleted) the hash goes.
 local function finish(s, why, keep)
   local from, ts, sk = s.st, i2s(s.t), skey(s.t)
-  if from == 'active' then
+  if holding(s) then
     redis.call('ZREM', K_ACTIVE, ts)
     nA = nA - 1
     if s.u then release(s) end
   else
     redis.call('ZREM', K_WAIT, ts)
     nW = nW - 1
+    NEAR.k = NEAR.k + 1
   end
   redis.call('ZREM', K_DUE, ts)
   if s.key ~= '' then redis.call('HDEL', K_KEYS, s.key) end
@@ -663,18 +714,23 @@ local function canAdmit()
   return R.mode == 'auto' and not R.paused and nA < R.cap and (R.stock == nil or R.stock - sold - rsv > 0)
 end
 
+-- activate admits waiting session s: active, or invited when it is held
+-- (it then holds its slot, and a unit, for its claim: holds.lua).
 local function activate(s)
   local ts = i2s(s.t)
   redis.call('ZREM', K_WAIT, ts)
   nW = nW - 1
+  NEAR.k = NEAR.k + 1
   redis.call('ZADD', K_ACTIVE, ts, ts)
   nA = nA + 1
   redis.call('ZREM', K_DUE, ts)
-  s.st, s.ad, s.tc, s.sch = 'active', now, now, 0
+  local st = 'active'
+  if s.ct ~= '' then st = 'invited' end
+  s.st, s.ad, s.tc, s.sch = st, now, now, 0
   if reserve(s) then
-    redis.call('HSET', skey(s.t), 'st', 'active', 'ad', i2s(now), 'tc', i2s(now), 'sch', '0', 'u', '1')
+    redis.call('HSET', skey(s.t), 'st', st, 'ad', i2s(now), 'tc', i2s(now), 'sch', '0', 'u', '1')
   else
-    redis.call('HSET', skey(s.t), 'st', 'active', 'ad', i2s(now), 'tc', i2s(now), 'sch', '0')
+    redis.call('HSET', skey(s.t), 'st', st, 'ad', i2s(now), 'tc', i2s(now), 'sch', '0')
   end
   schedule(s)
   change(s, 'waiting')
@@ -833,9 +889,11 @@ local function save()
   saveTiers()
 end
 
--- reply finishes a writing operation: it saves the clock and bucket and
--- emits the event, whatever the status.
+-- reply finishes a writing operation: it tells the sessions that reached
+-- notify_at (unless the operation goes on in another run: more, draw),
+-- saves the clock and bucket and emits the event, whatever the status.
 local function reply(status, ...)
+  tellNear(status ~= 'more' and status ~= 'draw' and not NEAR.later)
   save()
   return { status, emit(), ... }
 end

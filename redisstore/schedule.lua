@@ -243,6 +243,9 @@ local function drawStep()
     npre = 0
     R.sch = 'drawn'
     redis.call('HSET', K_ROOM, 'sch', 'drawn')
+    -- The operation the draw holds up tells the first notify_at entrants
+    -- they are near, once it has admitted (holds.lua).
+    if R.nat > 0 then redis.call('HSET', K_ROOM, 'nsc', '1') end
   else
     redis.call('HSET', K_DRAW, 'dnext', i2s(off))
   end

@@ -7,7 +7,8 @@
 -- pre-queue end with sold_out and joins are refused.
 --
 -- Keys (sharing the room's tag):
---   hold   ZSET   tickets of the active sessions holding a reserved unit,
+--   hold   ZSET   tickets of the active and invited sessions (holds.lua)
+--                holding a reserved unit,
 --                scored by ticket: Stock takes the units of the smallest
 --                tickets first, in O(log n + k)
 -- The room hash holds stock (the inventory; absent without one), sold, rsv
@@ -204,7 +205,8 @@ local function stockOp()
     if t == 0 and en == 0 then return reply('invalid_session_id') end
     local p, s = lookup(t, ARGV[15], en)
     if p or (s and s.st == 'waiting') then return reply('stock_conflict', 'waiting') end
-    if s == nil or s.st ~= 'active' then return reply('stock_not_found') end
+    -- An invited session holds its unit like an active one (holds.lua).
+    if s == nil or not holding(s) then return reply('stock_not_found') end
     if not s.u then return reply('stock_conflict', 'no_unit') end
     takeUnit(s, op)
   else
@@ -216,6 +218,9 @@ local function stockOp()
   local _, _, more = settle()
   if kind == 'config' then cfgjson = cfgOut() end
   local m = 0
-  if more then m = 1 end
+  if more then
+    m = 1
+    NEAR.later = true -- the caller settles: that run tells who is near
+  end
   return reply('ok', info(), m)
 end

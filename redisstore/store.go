@@ -59,7 +59,7 @@
 // as one pipeline of script runs (WithPipelines sets how many pipelines run
 // at once), and the joins of one room in a pipeline become one script run
 // that gives them consecutive tickets in arrival order (not in a room with
-// tiers, nor joins with a tier or token uses: those run one by one). Each
+// tiers, nor joins with a tier, token uses or a contact: those run one by one). Each
 // operation is still atomic and exact on its own; what is shared is the
 // round trip, the system calls and the script's fixed cost, which bound a
 // busy store. On an idle store an operation goes out at once, alone.
@@ -124,6 +124,16 @@
 // process's own events carry the draw state (Event.Draw): the seed never
 // goes over pub/sub. schedule.go and schedule.lua hold the details.
 //
+// # Holding places
+//
+// A held session keeps its contact in its hash; an invited one sits in
+// :active, so it holds a slot, with its claim window's end in :due.
+// Telling sessions they are near costs a room without notify_at nothing;
+// with it, an operation looks only where untold sessions may have come
+// within notify_at (a join, a Front, the positions the sessions that left
+// the line uncovered), and a draw or a raised notify_at looks at all of
+// them, at most MaxNotifyAt sessions (holds.lua).
+//
 // # Sweeping
 //
 // Sweep takes a short per-room lease (default 3s, renewed by every sweep of
@@ -160,7 +170,7 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// The room script is six files run as one (room.lua explains the split).
+// The room script is seven files run as one (room.lua explains the split).
 var (
 	//go:embed room.lua
 	roomMachinery string
@@ -172,13 +182,15 @@ var (
 	roomOperator string
 	//go:embed tiers.lua
 	roomTiers string
+	//go:embed holds.lua
+	roomHolds string
 	//go:embed ops.lua
 	roomOps string
 )
 
 // roomScript runs every operation on a room.
 var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
-	roomTiers + "\n" + roomOps)
+	roomTiers + "\n" + roomHolds + "\n" + roomOps)
 
 // releaseScript gives up a sweep lease if this process holds it.
 var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)

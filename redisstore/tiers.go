@@ -39,7 +39,7 @@ func tierArgs(cfg waitroom.RoomConfig) []any {
 	return []any{strings.Join(names, " "), policy, strings.Join(ss, " ")}
 }
 
-// JoinWith implements waitroom.Store. A join with a tier or token uses
+// JoinWith implements waitroom.Store. A join with a tier, token uses or a contact
 // runs on its own, never merged into a batch of joins (tiers.lua).
 func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
 	if err := waitroom.CheckJoin(req, now); err != nil {
@@ -79,15 +79,15 @@ func (s *Store) JoinWith(ctx context.Context, room string, req waitroom.JoinRequ
 }
 
 // joinArgs is a join's arguments: key and secret, and for a join with a
-// tier or token uses the tier, then kind:ID, most uses and expiry (unix
-// ms) of each use. A plain join has only the two, so the pipeliner may
-// merge it with others (mergeJoins).
+// tier, token uses or a contact the tier, the contact ("" for none), then
+// kind:ID, most uses and expiry (unix ms) of each use. A plain join has
+// only the two, so the pipeliner may merge it with others (mergeJoins).
 func joinArgs(req waitroom.JoinRequest, secret string) []any {
 	args := []any{req.Key, secret}
-	if req.Tier == "" && len(req.Uses) == 0 {
+	if req.Tier == "" && len(req.Uses) == 0 && req.Contact == "" {
 		return args
 	}
-	args = append(args, req.Tier)
+	args = append(args, req.Tier, req.Contact)
 	for _, u := range req.Uses {
 		args = append(args, string(u.Kind)+":"+u.ID, u.Max, u.Expires.UnixMilli())
 	}
@@ -95,9 +95,13 @@ func joinArgs(req waitroom.JoinRequest, secret string) []any {
 }
 
 // joinError is errorFor with a join's own refusals: a tier the room does
-// not have, and a token with no use left (the reply names which).
+// not have, a token with no use left (the reply names which), and a held
+// join where places are not held (the reply says whether for the
+// pre-queue).
 func joinError(room string, req waitroom.JoinRequest, r result) error {
 	switch r.status {
+	case "not_held":
+		return waitroom.NotHeld(room, num(r.rest, 0) == 1)
 	case "no_tier":
 		return waitroom.NoTierError(room, req.Tier)
 	case "token_used":

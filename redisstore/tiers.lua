@@ -31,8 +31,8 @@
 -- tokens in use. Both go with the room.
 --
 -- The fast paths of room.lua leave joins of a room with tiers, and joins
--- with a tier or token uses (more ARGV than key and secret), to the
--- general path.
+-- with a tier, token uses or a contact (more ARGV than key and secret), to
+-- the general path.
 
 local K_UC, K_UX = PFX .. 'uc', PFX .. 'ux'
 -- USE_PRUNE bounds the ended counts a spending join drops.

@@ -230,7 +230,7 @@ func (r *Recorder) Observe(ev waitroom.Event) {
 			continue
 		}
 		switch c.Session.Status {
-		case waitroom.StatusActive, waitroom.StatusServed:
+		case waitroom.StatusActive, waitroom.StatusServed, waitroom.StatusInvited:
 			b.Admissions++
 			admitted := c.Session.AdmittedAt
 			if admitted.IsZero() {

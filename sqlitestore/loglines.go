@@ -14,10 +14,12 @@ import (
 // about 80 bytes to its commit rather than 250, and no JSON is made on the
 // way in:
 //
-//	s type at session ticket key tier status from reason joined admitted ended waiting active entry
+//	s type at session ticket key tier status from reason joined admitted ended waiting active entry [position contact claim_by claim_path]
 //
-// tab-separated, times in unix milliseconds (0 for none); keys, tiers and
-// entries hold no control characters, ids none at all. Any other event
+// tab-separated, times in unix milliseconds (0 for none); keys, tiers,
+// contacts and entries hold no control characters, ids none at all. The
+// four last fields are there only when one is set (session.near,
+// session.invited, a held session's events). Any other event
 // is j, type, at and its JSON. The JSON a webhook is sent is made when the
 // message is read (HookSession.AppendJSON), and is the same as
 // waitroom.HookMessages gives.
@@ -67,6 +69,16 @@ func appendLogEvent(b []byte, h waitroom.HookEvent) []byte {
 	}
 	b = append(b, '\t')
 	b = append(b, d.Entry...)
+	if d.Position != 0 || d.Contact != "" || d.ClaimBy != nil || d.ClaimPath != "" {
+		b = append(b, '\t')
+		b = strconv.AppendInt(b, d.Position, 10)
+		b = append(b, '\t')
+		b = append(b, d.Contact...)
+		b = append(b, '\t')
+		b = strconv.AppendInt(b, msOf(d.ClaimBy), 10)
+		b = append(b, '\t')
+		b = append(b, d.ClaimPath...)
+	}
 	return append(b, '\n')
 }
 
@@ -109,7 +121,7 @@ func parseLogLine(room string, line []byte) (waitroom.HookMessage, bool) {
 	case string(f[0]) == "j":
 		m.Data = json.RawMessage(bytes.Join(f[3:], []byte{'\t'}))
 		return m, true
-	case string(f[0]) != "s" || len(f) != 16:
+	case string(f[0]) != "s" || (len(f) != 16 && len(f) != 20):
 		return waitroom.HookMessage{}, false
 	}
 	var n [6]int64
@@ -132,6 +144,14 @@ func parseLogLine(room string, line []byte) (waitroom.HookMessage, bool) {
 		Admitted: tmOf(n[2]), EndedAt: tmOf(n[3]), Waiting: int(n[4]), Active: int(n[5]), Entry: string(f[15])}
 	if n[1] != 0 {
 		d.JoinedAt = time.UnixMilli(n[1]).UTC()
+	}
+	if len(f) == 20 {
+		pos, ok1 := num(f[16])
+		claimBy, ok2 := num(f[18])
+		if !ok1 || !ok2 {
+			return waitroom.HookMessage{}, false
+		}
+		d.Position, d.Contact, d.ClaimBy, d.ClaimPath = pos, string(f[17]), tmOf(claimBy), string(f[19])
 	}
 	m.Data = d.AppendJSON(nil)
 	return m, true

@@ -31,9 +31,9 @@ func TestLogLinesRoundTrip(t *testing.T) {
 		} else {
 			d := &waitroom.HookSession{Room: "r", Session: rapid.StringMatching(`[A-Za-z0-9_-]{0,40}`).Draw(t, "id"),
 				Ticket: rapid.Int64().Draw(t, "ticket"), Key: text.Draw(t, "key"), Tier: text.Draw(t, "tier"),
-				Status:   waitroom.Status(rapid.SampledFrom([]string{"waiting", "active", "left", "expired", "served"}).Draw(t, "status")),
-				From:     waitroom.Status(rapid.SampledFrom([]string{"", "waiting", "active"}).Draw(t, "from")),
-				Reason:   waitroom.Reason(rapid.SampledFrom([]string{"", "left", "idle", "sold_out"}).Draw(t, "reason")),
+				Status:   waitroom.Status(rapid.SampledFrom([]string{"waiting", "invited", "active", "left", "expired", "served"}).Draw(t, "status")),
+				From:     waitroom.Status(rapid.SampledFrom([]string{"", "waiting", "invited", "active"}).Draw(t, "from")),
+				Reason:   waitroom.Reason(rapid.SampledFrom([]string{"", "left", "idle", "sold_out", "unclaimed"}).Draw(t, "reason")),
 				JoinedAt: ms("joined", true), Waiting: rapid.IntRange(0, 1<<40).Draw(t, "waiting"), Active: rapid.IntRange(0, 1<<40).Draw(t, "active"),
 				Entry: text.Draw(t, "entry")}
 			if a := ms("admitted", true); !a.IsZero() {
@@ -41,6 +41,12 @@ func TestLogLinesRoundTrip(t *testing.T) {
 			}
 			if e := ms("ended", true); !e.IsZero() {
 				d.EndedAt = &e
+			}
+			if rapid.Bool().Draw(t, "held") {
+				d.Position, d.Contact = rapid.Int64Range(0, 1000).Draw(t, "position"), text.Draw(t, "contact")
+				if c := ms("claim_by", true); !c.IsZero() {
+					d.ClaimBy, d.ClaimPath = &c, "/claim/r/"+d.Session
+				}
 			}
 			h = waitroom.HookEvent{Type: waitroom.HookSessionEnded, At: at, Session: d}
 		}

@@ -1,6 +1,6 @@
 package sqlitestore
 
-// schema is the database layout, version 4 (opening an older file
+// schema is the database layout, version 5 (opening an older file
 // migrates it: see migrations). It is documented in the README
 // ("SQLite schema") so operators can query it with the sqlite3 shell; keep
 // the two in step. Times are unix milliseconds (UTC).
@@ -18,19 +18,21 @@ CREATE TABLE IF NOT EXISTS tickets (
 	last INTEGER NOT NULL
 ) WITHOUT ROWID;
 
--- Live sessions: waiting or active.
+-- Live sessions: waiting, invited or active.
 CREATE TABLE IF NOT EXISTS sessions (
 	room        TEXT NOT NULL,
 	ticket      INTEGER NOT NULL,
 	id          TEXT NOT NULL,
 	key         TEXT,
-	status      TEXT NOT NULL CHECK (status IN ('waiting', 'active')),
+	status      TEXT NOT NULL CHECK (status IN ('waiting', 'invited', 'active')),  -- invited: version 5
 	joined_at   INTEGER NOT NULL,
 	admitted_at INTEGER,
 	unit        INTEGER NOT NULL DEFAULT 0,  -- 1: active, holding a reserved unit (version 2)
 	place       INTEGER NOT NULL DEFAULT 0,  -- an operator's move (Session.Place), 0 if never (version 3)
 	extended    INTEGER NOT NULL DEFAULT 0,  -- ms an operator extended max_session by (version 3)
 	tier        TEXT NOT NULL DEFAULT '',    -- the tier's name in a room with tiers (version 4)
+	contact     TEXT,                        -- a held session's contact (version 5)
+	near        INTEGER NOT NULL DEFAULT 0,  -- 1: told it reached notify_at (version 5)
 	PRIMARY KEY (room, ticket)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_key ON sessions (room, key) WHERE key IS NOT NULL;
@@ -108,7 +110,7 @@ CREATE TABLE IF NOT EXISTS token_uses (
 	PRIMARY KEY (room, kind, id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 `
 
 // migrations bring an older file to the current version, by the version it
@@ -122,4 +124,16 @@ ALTER TABLE sessions ADD COLUMN extended INTEGER NOT NULL DEFAULT 0`,
 CREATE TABLE IF NOT EXISTS entrants (room TEXT NOT NULL, entry INTEGER NOT NULL, id TEXT NOT NULL, key TEXT,
 	joined_at INTEGER NOT NULL, PRIMARY KEY (room, entry)) WITHOUT ROWID;
 ALTER TABLE entrants ADD COLUMN tier TEXT NOT NULL DEFAULT ''`,
+	// A CHECK constraint cannot be altered: the table is made again with
+	// 'invited' allowed and the two new columns, and its rows copied.
+	4: `CREATE TABLE sessions_v5 (
+	room TEXT NOT NULL, ticket INTEGER NOT NULL, id TEXT NOT NULL, key TEXT,
+	status TEXT NOT NULL CHECK (status IN ('waiting', 'invited', 'active')),
+	joined_at INTEGER NOT NULL, admitted_at INTEGER, unit INTEGER NOT NULL DEFAULT 0,
+	place INTEGER NOT NULL DEFAULT 0, extended INTEGER NOT NULL DEFAULT 0, tier TEXT NOT NULL DEFAULT '',
+	contact TEXT, near INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, ticket)) WITHOUT ROWID;
+INSERT INTO sessions_v5 (room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier)
+	SELECT room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier FROM sessions;
+DROP TABLE sessions;
+ALTER TABLE sessions_v5 RENAME TO sessions`,
 }

@@ -209,7 +209,8 @@ func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) e
 		return fmt.Errorf("read rooms: %w", err)
 	}
 	for _, r := range rooms {
-		live, err := liveSessions(ctx, db, r.name)
+		var told []int64
+		live, err := liveSessions(ctx, db, r.name, &told)
 		if err != nil {
 			return err
 		}
@@ -220,6 +221,7 @@ func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) e
 		if err := mem.Restore(r.name, r.cfg, max(last[r.name], maxHist.Int64), live, now); err != nil {
 			return err
 		}
+		mem.RestoreNear(r.name, told)
 		if err := loadDraw(ctx, db, mem, r.name); err != nil {
 			return err
 		}
@@ -267,14 +269,16 @@ func loadUses(ctx context.Context, db *sql.DB, mem *memstore.Store, room string,
 	return nil
 }
 
-func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Session, error) {
+// liveSessions reads a room's live sessions in ticket order, and appends to
+// told the tickets of those told they are near.
+func liveSessions(ctx context.Context, db *sql.DB, room string, told *[]int64) ([]waitroom.Session, error) {
 	// Counting first sizes the slice once: a room of a million would
 	// otherwise spend a quarter of its recovery growing it.
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE room = ?`, room).Scan(&n); err != nil {
 		return nil, fmt.Errorf("count sessions of room %q: %w", room, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier FROM sessions WHERE room = ? ORDER BY ticket`, room)
+	rows, err := db.QueryContext(ctx, `SELECT ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier, contact, near FROM sessions WHERE room = ? ORDER BY ticket`, room)
 	if err != nil {
 		return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 	}
@@ -287,10 +291,15 @@ func liveSessions(ctx context.Context, db *sql.DB, room string) ([]waitroom.Sess
 		var admitted sql.NullInt64
 		var status string
 		var extended int64
-		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit, &x.Place, &extended, &x.Tier); err != nil {
+		var contact sql.NullString
+		var near bool
+		if err := rows.Scan(&x.Ticket, &x.ID, &key, &status, &joined, &admitted, &x.Unit, &x.Place, &extended, &x.Tier, &contact, &near); err != nil {
 			return nil, fmt.Errorf("read sessions of room %q: %w", room, err)
 		}
-		x.Room, x.Key, x.Status = room, key.String, waitroom.Status(status)
+		if near {
+			*told = append(*told, x.Ticket)
+		}
+		x.Room, x.Key, x.Status, x.Contact = room, key.String, waitroom.Status(status), contact.String
 		x.JoinedAt = time.UnixMilli(joined).UTC()
 		x.Extended = time.Duration(extended) * time.Millisecond
 		if admitted.Valid {

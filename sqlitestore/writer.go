@@ -77,9 +77,10 @@ type writer struct {
 }
 
 var statements = map[string]string{
-	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-	"admit":      `UPDATE sessions SET status = 'active', admitted_at = ?, unit = ?, place = ?, extended = ? WHERE room = ? AND ticket = ?`,
-	"requeue":    `UPDATE sessions SET status = 'waiting', admitted_at = NULL, unit = 0, place = ? WHERE room = ? AND ticket = ?`,
+	"insSession": `INSERT INTO sessions (room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier, contact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	"admit":      `UPDATE sessions SET status = ?, admitted_at = ?, unit = ?, place = ?, extended = ? WHERE room = ? AND ticket = ?`,
+	"requeue":    `UPDATE sessions SET status = 'waiting', admitted_at = NULL, unit = 0, place = ?, near = near OR ? WHERE room = ? AND ticket = ?`,
+	"near":       `UPDATE sessions SET near = 1 WHERE room = ? AND ticket = ?`,
 	"setUnit":    `UPDATE sessions SET unit = ? WHERE room = ? AND ticket = ?`,
 	"delSession": `DELETE FROM sessions WHERE room = ? AND ticket = ?`,
 	"insHistory": `INSERT INTO history (room, ticket, id, key, status, reason, joined_at, admitted_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -401,7 +402,7 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 const pruneUsesEvery = 4096
 
 // insertColumns is the number of values of one sessions row.
-const insertColumns = 11
+const insertColumns = 12
 
 // maxInsertRows keeps a multi-row INSERT well under SQLite's limit of
 // 32,766 bound values.
@@ -412,9 +413,9 @@ func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) er
 	if s.Ticket == 0 {
 		return w.entrant(ctx, c, deleted)
 	}
-	if (c.From == "" && s.Status.Live()) || (c.From == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Place >= 0) {
+	if (c.From == "" && s.Status.Live()) || (c.From == waitroom.StatusWaiting && s.Status == waitroom.StatusWaiting && s.Place >= 0 && !c.Near) {
 		// A new session, or an entrant the draw gave its ticket.
-		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt), s.Unit, s.Place, s.Extended.Milliseconds(), s.Tier)
+		w.inserts = append(w.inserts, s.Room, s.Ticket, s.ID, null(s.Key), string(s.Status), s.JoinedAt.UnixMilli(), nullTime(s.AdmittedAt), s.Unit, s.Place, s.Extended.Milliseconds(), s.Tier, null(s.Contact))
 		if len(w.inserts) == maxInsertRows*insertColumns {
 			return w.flush(ctx)
 		}
@@ -425,12 +426,18 @@ func (w *writer) change(ctx context.Context, c waitroom.Change, deleted bool) er
 		return err
 	}
 	switch {
-	case s.Status == waitroom.StatusActive:
-		_, err := w.stmts["admit"].ExecContext(ctx, s.AdmittedAt.UnixMilli(), s.Unit, s.Place, s.Extended.Milliseconds(), s.Room, s.Ticket)
+	case c.Near:
+		// Told it is near: a restart must not tell it again.
+		_, err := w.stmts["near"].ExecContext(ctx, s.Room, s.Ticket)
+		return err
+	case s.Status == waitroom.StatusActive || s.Status == waitroom.StatusInvited:
+		// An admission, an invitation, a claim, or an extension.
+		_, err := w.stmts["admit"].ExecContext(ctx, string(s.Status), s.AdmittedAt.UnixMilli(), s.Unit, s.Place, s.Extended.Milliseconds(), s.Room, s.Ticket)
 		return err
 	case s.Status == waitroom.StatusWaiting && c.From != "":
-		// An operator's move: back from active (QueueAll) or to the front.
-		_, err := w.stmts["requeue"].ExecContext(ctx, s.Place, s.Room, s.Ticket)
+		// An operator's move: back from active or invited (QueueAll),
+		// which counts as told it is near, or to the front.
+		_, err := w.stmts["requeue"].ExecContext(ctx, s.Place, c.From != waitroom.StatusWaiting, s.Room, s.Ticket)
 		return err
 	case s.Status.Final():
 		if c.From != "" {
@@ -470,7 +477,7 @@ func (w *writer) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st := w.multi[n]; st != nil {
 		return st, nil
 	}
-	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
+	q := statements["insSession"] + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
 	st, err := w.conn.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare insert of %d rows: %w", n, err)

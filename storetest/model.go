@@ -78,6 +78,8 @@ type mSession struct {
 	place                   int64         // the line order: negative for an operator's move (QueueAll, Front), positive from a tier, 0 otherwise
 	tier                    int           // the tier's index; 0 in a room without tiers
 	extra                   time.Duration // how much an operator extended it (Extend)
+	contact                 string        // a held session's contact (model_holds.go)
+	near                    bool          // told it reached notify_at, or sent back by QueueAll
 
 	reasons []waitroom.Reason // why it ended: more than one when deadlines tie
 	endOp   int               // the operation that ended it
@@ -88,6 +90,7 @@ type mChange struct {
 	id       string
 	ticket   int64
 	from, to waitroom.Status
+	near     bool // a Near change (model_holds.go): no status change
 }
 
 const tokenUnits = 60_000
@@ -133,8 +136,10 @@ func (m *model) line() []*mSession {
 	return w
 }
 
+// counts returns the room's totals: active counts invited sessions, whose
+// slots are reserved.
 func (m *model) counts() (waiting, active int) {
-	return len(m.withStatus(waitroom.StatusWaiting)), len(m.withStatus(waitroom.StatusActive))
+	return len(m.withStatus(waitroom.StatusWaiting)), len(m.holders())
 }
 
 // position is the 1-based rank of s among waiting sessions, 0 if not waiting.
@@ -177,12 +182,16 @@ func (m *model) deadline(s *mSession) (at time.Time, reasons []waitroom.Reason, 
 			reasons = append(reasons, r)
 		}
 	}
-	switch s.status {
-	case waitroom.StatusWaiting:
+	switch {
+	case s.status == waitroom.StatusInvited:
+		return s.admitted.Add(m.cfg.HeldWindow()), []waitroom.Reason{waitroom.ReasonUnclaimed}, true
+	case s.status == waitroom.StatusWaiting && s.contact != "":
+		return time.Time{}, nil, false // held: no presence needed
+	case s.status == waitroom.StatusWaiting:
 		if m.cfg.WaitingTimeout > 0 {
 			consider(s.lastSeen.Add(m.cfg.WaitingTimeout.D()), waitroom.ReasonNoPresence)
 		}
-	case waitroom.StatusActive:
+	case s.status == waitroom.StatusActive:
 		if m.cfg.ActiveTimeout > 0 {
 			consider(s.lastActive.Add(m.cfg.ActiveTimeout.D()), waitroom.ReasonIdle)
 		}
@@ -199,7 +208,7 @@ func (m *model) deadline(s *mSession) (at time.Time, reasons []waitroom.Reason, 
 }
 
 func (m *model) change(s *mSession, to waitroom.Status) {
-	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, to})
+	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, to, false})
 	s.status = to
 }
 
@@ -211,8 +220,13 @@ func (m *model) end(s *mSession, reasons []waitroom.Reason, now time.Time) {
 	s.endOp = m.op
 }
 
+// activate admits s: active, or invited when it is held.
 func (m *model) activate(s *mSession, now time.Time) {
-	m.change(s, waitroom.StatusActive)
+	to := waitroom.StatusActive
+	if s.contact != "" {
+		to = waitroom.StatusInvited
+	}
+	m.change(s, to)
 	s.admitted = now
 	s.lastActive = now
 	m.letInSession(s)
@@ -378,6 +392,9 @@ func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSe
 			}
 		}
 	}
+	if req.Contact != "" && (!m.cfg.HoldPlaces || m.preQueue()) {
+		return nil, false, waitroom.CodeInvalidRequest
+	}
 	tier := m.cfg.TierIndex(req.Tier)
 	if tier < 0 {
 		return nil, false, waitroom.CodeInvalidRequest
@@ -392,7 +409,7 @@ func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSe
 		return s, false, ""
 	}
 	m.lastTicket++
-	s = &mSession{id: id, ticket: m.lastTicket, key: key, status: "", joined: now, lastSeen: now, tier: tier}
+	s = &mSession{id: id, ticket: m.lastTicket, key: key, status: "", joined: now, lastSeen: now, tier: tier, contact: req.Contact}
 	m.place(s)
 	m.sessions = append(m.sessions, s)
 	if len(m.withStatus(waitroom.StatusWaiting)) == 0 && m.canAdmit() && m.takeToken(now) {
@@ -425,7 +442,9 @@ func (m *model) presence(s *mSession, activity bool, now time.Time) {
 func (m *model) goAway(s *mSession, now time.Time) {
 	now = m.clock(now)
 	m.settle(now)
-	if s.status.Live() && s.ticket != 0 { // away changes nothing for an entrant
+	// Away changes nothing for an entrant, a held waiting session or an
+	// invited one: none of them needs presence.
+	if s.status.Live() && s.ticket != 0 && !m.holdsWithout(s) {
 		s.away = true
 		s.awayUntil = now.Add(m.cfg.Grace.D())
 	}
@@ -508,6 +527,7 @@ func (m *model) view(s *mSession) waitroom.Session {
 	} else {
 		v.Place, v.Extended, v.Tier = s.place, s.extra, m.tierName(s)
 	}
+	m.holdFields(&v, s)
 	m.entrantFields(&v, s)
 	m.stockFields(&v, s)
 	return v
@@ -521,6 +541,10 @@ func collapse(cs []mChange) map[string]mChange {
 	out := map[string]mChange{}
 	drawn := map[string]bool{}
 	for _, c := range cs {
+		if c.near {
+			out[c.id+"/near"] = c // kept apart: each session is told once
+			continue
+		}
 		if c.from == waitroom.StatusWaiting && c.to == waitroom.StatusWaiting {
 			drawn[c.id] = true
 		}
@@ -530,7 +554,7 @@ func collapse(cs []mChange) map[string]mChange {
 		out[c.id] = c
 	}
 	for id, c := range out {
-		if c.from == c.to && !drawn[id] {
+		if c.from == c.to && !drawn[id] && !c.near {
 			delete(out, id)
 		}
 	}
@@ -543,6 +567,9 @@ func (c mChange) String() string {
 	if sid, err := waitroom.ParseSessionID(c.id); err == nil && sid.Entry != 0 {
 		id = fmt.Sprintf("entry %d", sid.Entry)
 	}
+	if c.near {
+		return fmt.Sprintf("#%d (%s) near", c.ticket, id)
+	}
 	return fmt.Sprintf("#%d (%s) %s→%s", c.ticket, id, c.from, c.to)
 }
 
@@ -551,7 +578,7 @@ func eventChanges(es []waitroom.Event) []mChange {
 	var out []mChange
 	for _, e := range es {
 		for _, c := range e.Changes {
-			out = append(out, mChange{c.Session.ID, c.Session.Ticket, c.From, c.Session.Status})
+			out = append(out, mChange{c.Session.ID, c.Session.Ticket, c.From, c.Session.Status, c.Near})
 		}
 	}
 	return out
@@ -569,10 +596,11 @@ func sortedChanges(m map[string]mChange) []mChange {
 // sessionDiff describes how got differs from want, ignoring the ETA.
 func sessionDiff(got, want waitroom.Session) string {
 	got.ETA, want.ETA = nil, nil
-	sameTimes := got.JoinedAt.Equal(want.JoinedAt) && got.AdmittedAt.Equal(want.AdmittedAt) && got.EndedAt.Equal(want.EndedAt) && got.OpensAt.Equal(want.OpensAt)
+	sameTimes := got.JoinedAt.Equal(want.JoinedAt) && got.AdmittedAt.Equal(want.AdmittedAt) && got.EndedAt.Equal(want.EndedAt) &&
+		got.OpensAt.Equal(want.OpensAt) && got.ClaimBy.Equal(want.ClaimBy)
 	g, w := got, want
-	g.JoinedAt, g.AdmittedAt, g.EndedAt, g.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	w.JoinedAt, w.AdmittedAt, w.EndedAt, w.OpensAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	g.JoinedAt, g.AdmittedAt, g.EndedAt, g.OpensAt, g.ClaimBy = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	w.JoinedAt, w.AdmittedAt, w.EndedAt, w.OpensAt, w.ClaimBy = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	if sameTimes && g == w {
 		return ""
 	}
@@ -580,10 +608,10 @@ func sessionDiff(got, want waitroom.Session) string {
 }
 
 func fmtSession(s waitroom.Session) string {
-	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v place %d tier %q extended %s}",
+	return fmt.Sprintf("{#%d %s pos %d key %q totals w%d a%d c%d joined %s admitted %s ended %s reason %q id %.8s… room %q entry %q opens %s entrants %d stocked %v remaining %d unit %v place %d tier %q extended %s contact %q claim_by %s}",
 		s.Ticket, s.Status, s.Position, s.Key, s.Waiting, s.Active, s.Capacity,
 		rel(s.JoinedAt), rel(s.AdmittedAt), rel(s.EndedAt), s.EndReason, s.ID, s.Room, s.Entry, rel(s.OpensAt), s.Entrants,
-		s.Stocked, s.Remaining, s.Unit, s.Place, s.Tier, s.Extended)
+		s.Stocked, s.Remaining, s.Unit, s.Place, s.Tier, s.Extended, s.Contact, rel(s.ClaimBy))
 }
 
 // label names s in failure messages.

@@ -17,7 +17,7 @@ import (
 // reserved counts the units the active sessions hold.
 func (m *model) reserved() int64 {
 	var n int64
-	for _, s := range m.withStatus(waitroom.StatusActive) {
+	for _, s := range m.holders() {
 		if s.unit {
 			n++
 		}
@@ -69,7 +69,7 @@ func (m *model) restock(old *int64) {
 		return
 	}
 	m.sold = 0
-	for _, s := range m.withStatus(waitroom.StatusActive) {
+	for _, s := range m.holders() {
 		if s.unit {
 			m.takeUnit(s, waitroom.StockReleased)
 		}
@@ -132,7 +132,7 @@ func (m *model) changeStock(op waitroom.StockOp, n int64, id string) waitroom.Co
 	}
 	// The units of the smallest tickets.
 	var holding []*mSession
-	for _, s := range m.withStatus(waitroom.StatusActive) {
+	for _, s := range m.holders() {
 		if s.unit {
 			holding = append(holding, s)
 		}
@@ -153,7 +153,7 @@ func (m *model) stockFields(v *waitroom.Session, s *mSession) {
 		return
 	}
 	v.Stocked, v.Remaining = true, m.remaining()
-	v.Unit = s.unit && s.status == waitroom.StatusActive
+	v.Unit = s.unit && (s.status == waitroom.StatusActive || s.status == waitroom.StatusInvited)
 }
 
 // stockInfo returns r with the stock counts the room reports.

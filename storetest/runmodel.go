@@ -54,7 +54,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 		defer cancel()
 		defer func() { _ = st.DeleteRoom(ctx, h.m.name, true, h.clock) }()
 
-		h.putRoom(rt, h.withTiers(rt, h.withStock(rt, h.withSchedule(rt, drawConfig(rt)))), false)
+		h.putRoom(rt, h.withHolds(rt, h.withTiers(rt, h.withStock(rt, h.withSchedule(rt, drawConfig(rt))))), false)
 		actions := map[string]func(*rapid.T){
 			"join":      h.join,
 			"join2":     h.join,
@@ -64,7 +64,9 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"heartbeat": func(t *rapid.T) { h.presence(t, true) },
 			"away":      h.away,
 			"advance":   h.advance,
-			"config":    func(t *rapid.T) { h.putRoom(t, h.withTiers(t, h.withStock(t, h.withSchedule(t, drawConfig(t)))), true) },
+			"config": func(t *rapid.T) {
+				h.putRoom(t, h.withHolds(t, h.withTiers(t, h.withStock(t, h.withSchedule(t, drawConfig(t))))), true)
+			},
 			"stock":     h.stock,
 			"stock2":    h.stock,
 			"delete":    h.deleteRoom,
@@ -79,6 +81,8 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"front":     h.front,
 			"extend":    h.extend,
 			"lookup":    h.lookup,
+			"claim":     h.claim,
+			"claim2":    h.claim,
 			"":          h.check,
 		}
 		// Bugs hide in long histories (a deadline set many steps ago, a
@@ -252,7 +256,7 @@ func (h *modelRun) join(t *rapid.T) {
 	h.begin(t, "Join %s", fmtJoin(req))
 	var got waitroom.Session
 	var err error
-	if req.Tier == "" && req.Uses == nil {
+	if req.Tier == "" && req.Uses == nil && req.Contact == "" {
 		got, err = h.s.Join(h.ctx, h.m.name, req.Key, now)
 	} else {
 		got, err = h.s.JoinWith(h.ctx, h.m.name, req, now)
@@ -464,6 +468,7 @@ func (h *modelRun) compare(t T, what string, got waitroom.Session, s *mSession) 
 // there is one (config and deleted events are always expected).
 func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 	t.Helper()
+	h.m.tellNear()
 	h.mu.Lock()
 	var events []waitroom.Event
 	for _, e := range h.events {
@@ -512,6 +517,7 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 	}
 	h.checkDrawEvents(t, events)
 	h.checkStockEvents(t, events)
+	h.checkNearEvents(t, events)
 }
 
 // check compares everything the store reports about the room with the model.

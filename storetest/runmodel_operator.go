@@ -99,10 +99,11 @@ func (m *model) queueAll(now time.Time) []*mSession {
 	now = m.clock(now)
 	m.settle(now)
 	m.cfg.Paused = true
-	moved := m.withStatus(waitroom.StatusActive) // by ticket
+	moved := m.holders() // by ticket: active and invited
 	k := int64(len(moved))
 	for i, s := range moved {
 		m.change(s, waitroom.StatusWaiting)
+		s.near = true // it had its turn: not told it is near again
 		s.place = m.front - k + int64(i)
 		s.admitted = time.Time{}
 		s.lastSeen = now
@@ -123,7 +124,7 @@ func (m *model) toFront(s *mSession, now time.Time) waitroom.Code {
 	m.front--
 	s.place = m.front
 	s.lastSeen = now
-	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, s.status})
+	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, s.status, false})
 	m.settle(now)
 	return ""
 }
@@ -138,7 +139,7 @@ func (m *model) extend(s *mSession, by time.Duration, now time.Time) waitroom.Co
 	s.extra += by
 	s.lastActive = now
 	s.away = false
-	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, s.status})
+	m.changes = append(m.changes, mChange{s.id, s.ticket, s.status, s.status, false})
 	m.settle(now)
 	return ""
 }

@@ -72,7 +72,7 @@ func (h *modelRun) stock(t *rapid.T) {
 	}
 	if len(h.all) > 0 && rapid.IntRange(0, oneSession).Draw(t, "stock_one") == 0 {
 		// Mostly an active session: most ids ever issued have ended.
-		if active := h.m.withStatus(waitroom.StatusActive); h.m.exists && len(active) > 0 && rapid.IntRange(0, 2).Draw(t, "stock_active") > 0 {
+		if active := h.m.holders(); h.m.exists && len(active) > 0 && rapid.IntRange(0, 2).Draw(t, "stock_active") > 0 {
 			id = rapid.SampledFrom(active).Draw(t, "stock_session").id
 		} else {
 			id = h.pick(t)
@@ -138,7 +138,8 @@ func (h *modelRun) checkStockEvents(t *rapid.T, events []waitroom.Event) {
 			got = append(got, u.Ticket)
 		}
 		for _, c := range e.Changes {
-			if c.Session.Status != waitroom.StatusActive || c.From == waitroom.StatusActive {
+			if (c.Session.Status != waitroom.StatusActive && c.Session.Status != waitroom.StatusInvited) ||
+				c.From == waitroom.StatusActive || c.From == waitroom.StatusInvited || c.Near {
 				continue
 			}
 			if want, ok := m.admitUnit[c.Session.ID]; !ok || c.Session.Unit != want {
@@ -163,7 +164,7 @@ func checkStockCounts(t *rapid.T, r waitroom.Room, live []waitroom.Session) {
 	t.Helper()
 	var units int64
 	for _, s := range live {
-		if s.Status == waitroom.StatusActive && s.Unit {
+		if (s.Status == waitroom.StatusActive || s.Status == waitroom.StatusInvited) && s.Unit {
 			units++
 		}
 		if s.Status.Live() && s.Stocked != (r.Inventory != nil) {

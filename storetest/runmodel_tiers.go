@@ -13,7 +13,7 @@ import (
 
 func init() {
 	refusal[waitroom.CodeRoomNotEmpty] = "changing the tiers of a room with people in it"
-	refusal[waitroom.CodeInvalidRequest] = "to a tier the room does not have, or with an expired token"
+	refusal[waitroom.CodeInvalidRequest] = "to a tier the room does not have, with an expired token, or held where places are not held"
 	refusal[waitroom.CodeInviteUsed] = "with an invite that has no uses left"
 	refusal[waitroom.CodeChallengeUsed] = "with a challenge already used"
 }
@@ -54,7 +54,7 @@ var modelTokenIDs = []string{"t1", "t2", "t3"}
 // joinRequest draws a join: a key, sometimes a tier (rarely one the room
 // lacks) and sometimes token uses.
 func (h *modelRun) joinRequest(t *rapid.T) waitroom.JoinRequest {
-	req := waitroom.JoinRequest{Key: rapid.SampledFrom(modelKeys).Draw(t, "key")}
+	req := waitroom.JoinRequest{Key: rapid.SampledFrom(modelKeys).Draw(t, "key"), Contact: rapid.SampledFrom(modelContacts).Draw(t, "contact")}
 	names := []string{"", "", ""}
 	for _, tr := range h.m.cfg.Tiers {
 		names = append(names, tr.Name)
@@ -81,6 +81,9 @@ func (h *modelRun) joinRequest(t *rapid.T) waitroom.JoinRequest {
 func fmtJoin(req waitroom.JoinRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "key=%q", req.Key)
+	if req.Contact != "" {
+		fmt.Fprintf(&b, " contact=%q", req.Contact)
+	}
 	if req.Tier != "" {
 		fmt.Fprintf(&b, " tier=%q", req.Tier)
 	}
