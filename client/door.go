@@ -16,6 +16,11 @@ type JoinOptions struct {
 	Key string
 	// Invite is an invite token (wr1.…), which joins into its tier.
 	Invite string
+	// Contact makes a held join (admin token), in a room with
+	// hold_places: the session needs no presence while it waits, and when
+	// its turn comes it is invited until its claim_by (see Claim). The
+	// contact is opaque to the server; the webhooks carry it.
+	Contact string
 	// Solve, when set, lets JoinWith solve the room's proof-of-work
 	// challenges itself (challenge.Solve) when the room asks for one;
 	// otherwise such a join fails with CodeChallengeRequired and the error's
@@ -37,9 +42,12 @@ func (c *Client) JoinWith(ctx context.Context, room string, o JoinOptions) (wait
 	if o.Invite != "" {
 		body["invite"] = o.Invite
 	}
+	if o.Contact != "" {
+		body["contact"] = o.Contact
+	}
 	for i := 0; ; i++ {
 		var s waitroom.Session
-		err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "sessions"), body: body, out: &s, admin: o.Key != ""})
+		err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "sessions"), body: body, out: &s, admin: o.Key != "" || o.Contact != ""})
 		var e *waitroom.Error
 		if !o.Solve || i == maxSolves || !errors.As(err, &e) ||
 			(e.Code != waitroom.CodeChallengeRequired && e.Code != waitroom.CodeChallengeExpired) {

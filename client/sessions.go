@@ -35,6 +35,16 @@ func (c *Client) Heartbeat(ctx context.Context, room, id string) (waitroom.Sessi
 	return s, err
 }
 
+// Claim claims the slot of an invited (held) session, which becomes active;
+// the answer carries its pass. A session that is not invited (still
+// waiting, or ended: its claim window passed) fails with code
+// not_invited; an active one is answered as it is.
+func (c *Client) Claim(ctx context.Context, room, id string) (waitroom.Session, error) {
+	var s waitroom.Session
+	err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "sessions", id, "claim"), out: &s})
+	return s, err
+}
+
 // Away says the session is going away: it keeps its place or slot for the
 // room's grace period.
 func (c *Client) Away(ctx context.Context, room, id string) error {

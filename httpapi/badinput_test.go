@@ -67,6 +67,14 @@ func badInputs() []badInput {
 		{name: "join: key of 257 bytes", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"key":"` + strings.Repeat("k", 257) + `"}`, status: 400, code: waitroom.CodeInvalidKey},
 		{name: "join: empty key", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"key":""}`, status: 400, code: waitroom.CodeInvalidKey},
 		{name: "join: key with a newline", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"key":"a\nb"}`, status: 400, code: waitroom.CodeInvalidKey},
+		{name: "join: contact without the admin token", method: "POST", path: "/v1/rooms/r/sessions", body: `{"contact":"c1"}`, status: 401, code: waitroom.CodeUnauthorized},
+		{name: "join: contact with a wrong token", method: "POST", path: "/v1/rooms/r/sessions", header: wrongTok, body: `{"contact":"c1"}`, status: 401, code: waitroom.CodeUnauthorized},
+		{name: "join: contact where places are not held", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":"c1"}`, status: 400, code: waitroom.CodeInvalidRequest},
+		{name: "join: contact of 513 bytes", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":"` + strings.Repeat("c", 513) + `"}`, status: 400, code: waitroom.CodeInvalidRequest},
+		{name: "join: contact with a control character", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":"a\u001bb"}`, status: 400, code: waitroom.CodeInvalidRequest},
+		{name: "join: empty contact", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":""}`, status: 400, code: waitroom.CodeInvalidRequest},
+		{name: "join: contact of the wrong type", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":["c1"]}`, status: 400, code: waitroom.CodeInvalidJSON},
+		{name: "join: contact over 1 MiB", method: "POST", path: "/v1/rooms/r/sessions", header: admin, body: `{"contact":"` + strings.Repeat("c", 1<<20) + `"}`, status: 413, code: waitroom.CodeBodyTooLarge},
 		{name: "join: upper-case room name", method: "POST", path: "/v1/rooms/R/sessions", status: 400, code: waitroom.CodeInvalidRoomName},
 		{name: "join: room name of 65 characters", method: "POST", path: "/v1/rooms/" + strings.Repeat("a", 65) + "/sessions", status: 400, code: waitroom.CodeInvalidRoomName},
 		{name: "join: room name with NUL", method: "POST", path: "/v1/rooms/a%00b/sessions", status: 400, code: waitroom.CodeInvalidRoomName},
@@ -105,6 +113,17 @@ func badInputs() []badInput {
 		{name: "away: forged id with a 2 MiB body", method: "POST", path: "/v1/rooms/r/sessions/{forged}/away", body: strings.Repeat("z", 2<<20), status: 404, code: waitroom.CodeSessionNotFound},
 		{name: "away: unknown room", method: "POST", path: "/v1/rooms/nope/sessions/{id}/away", status: 404, code: waitroom.CodeRoomNotFound},
 		{name: "away: wrong method", method: "PUT", path: "/v1/rooms/r/sessions/{id}/away", status: 405, code: waitroom.CodeMethodNotAllowed, allow: "POST"},
+
+		// POST /v1/rooms/{room}/sessions/{id}/claim
+		{name: "claim: a waiting session is not invited", method: "POST", path: "/v1/rooms/r/sessions/{id}/claim", status: 409, code: waitroom.CodeNotInvited},
+		{name: "claim: an ended session is not invited", method: "POST", path: "/v1/rooms/r/sessions/{ended}/claim", status: 409, code: waitroom.CodeNotInvited},
+		{name: "claim: an active session answers as it is", method: "POST", path: "/v1/rooms/r/sessions/{active}/claim", status: 200, ctStart: "application/json"},
+		{name: "claim: invalid id", method: "POST", path: "/v1/rooms/r/sessions/" + long + "/claim", status: 400, code: waitroom.CodeInvalidSessionID},
+		{name: "claim: unknown id", method: "POST", path: "/v1/rooms/r/sessions/{unknown}/claim", status: 404, code: waitroom.CodeSessionNotFound},
+		{name: "claim: forged id", method: "POST", path: "/v1/rooms/r/sessions/{forged}/claim", status: 404, code: waitroom.CodeSessionNotFound},
+		{name: "claim: unknown room", method: "POST", path: "/v1/rooms/nope/sessions/{id}/claim", status: 404, code: waitroom.CodeRoomNotFound},
+		{name: "claim: invalid room name", method: "POST", path: "/v1/rooms/r%00/sessions/{id}/claim", status: 400, code: waitroom.CodeInvalidRoomName},
+		{name: "claim: wrong method", method: "GET", path: "/v1/rooms/r/sessions/{id}/claim", status: 405, code: waitroom.CodeMethodNotAllowed, allow: "POST"},
 
 		// DELETE /v1/rooms/{room}/sessions/{id}
 		{name: "leave: invalid id", method: "DELETE", path: "/v1/rooms/r/sessions/%FF%FE", status: 400, code: waitroom.CodeInvalidSessionID},

@@ -13,7 +13,8 @@ import (
 func FuzzDoorJoinBody(f *testing.F) {
 	for _, s := range []string{"", "{}", `{"invite":""}`, `{"invite":"wr1.e30.AA"}`, `{"challenge":"e30="}`, `{"challenge":"{}"}`,
 		`{"invite":"wr1.` + strings.Repeat("A", 3000) + `.x"}`, `{"invite":1}`, `{"challenge":null}`, `{"key":"k","invite":"x"}`,
-		`{"challenge":"eyJhbGdvcml0aG0iOiJTSEEtMjU2In0="}`, "\xff", `{"invite":"wr1.eyJhbGciOiJocyJ9.AAAA"}`} {
+		`{"challenge":"eyJhbGdvcml0aG0iOiJTSEEtMjU2In0="}`, "\xff", `{"invite":"wr1.eyJhbGciOiJocyJ9.AAAA"}`,
+		`{"contact":"c","invite":"x"}`, `{"contact":""}`} {
 		f.Add([]byte(s))
 	}
 	e := newEnv(f)

@@ -64,7 +64,7 @@ func statusFor(c waitroom.Code) int {
 	case waitroom.CodeMethodNotAllowed:
 		return 405
 	case waitroom.CodeAlreadyJoined, waitroom.CodeRoomNotEmpty, "room_closed", "draw_done", "sold_out", "stock_conflict",
-		"invite_used", "challenge_used":
+		"invite_used", "challenge_used", waitroom.CodeNotInvited:
 		return 409
 	case waitroom.CodeBodyTooLarge:
 		return 413
@@ -83,23 +83,50 @@ func authHeader(admin bool) string {
 	return ""
 }
 
-// FuzzJoinBody sends any body to the join endpoint.
+// FuzzJoinBody sends any body to the join endpoint, of a room that holds
+// places or of one that does not. A join that succeeds with a contact was
+// made with the admin token in the room that holds places, and keeps the
+// contact.
 func FuzzJoinBody(f *testing.F) {
 	for _, s := range []string{"", "{}", " \n", `{"key":"u1"}`, `{"key":null}`, `{"key":""}`, `{"key":1}`,
-		`{"key":"a\u0000"}`, `{"key":"u1","x":1}`, `{}{}`, `[]`, `null`, `"key"`, "{\"key\":\"\xff\"}"} {
-		f.Add([]byte(s), false)
-		f.Add([]byte(s), true)
+		`{"key":"a\u0000"}`, `{"key":"u1","x":1}`, `{}{}`, `[]`, `null`, `"key"`, "{\"key\":\"\xff\"}",
+		`{"contact":"mailto:a@example.com"}`, `{"contact":""}`, `{"contact":null}`, `{"contact":1}`, `{"contact":"a\u0007b"}`,
+		`{"contact":"` + strings.Repeat("c", 513) + `"}`, `{"key":"u2","contact":"+15551234567"}`, `{"Contact":"x"}`,
+		`{"contact":"x","contact":"y"}`, "{\"contact\":\"\xc2\x85\"}"} {
+		for _, held := range []bool{false, true} {
+			f.Add([]byte(s), false, held)
+			f.Add([]byte(s), true, held)
+		}
 	}
 	e := newEnv(f)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":3}`)
-	f.Fuzz(func(t *testing.T, body []byte, admin bool) {
-		rec := serve(e.handler, "POST", "/v1/rooms/r/sessions", authHeader(admin), string(body))
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/h", `{"capacity":3,"hold_places":true}`)
+	f.Fuzz(func(t *testing.T, body []byte, admin, held bool) {
+		room := "r"
+		if held {
+			room = "h"
+		}
+		rec := serve(e.handler, "POST", "/v1/rooms/"+room+"/sessions", authHeader(admin), string(body))
 		checkAnswer(t, "join", rec)
 		switch rec.Code {
 		case 201:
 			var s waitroom.Session
-			if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.ID == "" || s.Room != "r" {
-				t.Fatalf("join: 201 with body %s (%v), want a session of room r", rec.Body.Bytes(), err)
+			if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.ID == "" || s.Room != room {
+				t.Fatalf("join: 201 with body %s (%v), want a session of room %s", rec.Body.Bytes(), err, room)
+			}
+			var req struct {
+				Contact *string `json:"contact"`
+			}
+			_ = json.Unmarshal(body, &req)
+			switch {
+			case req.Contact == nil && s.Contact != "":
+				t.Fatalf("join %q: a session with contact %q, but none was asked", body, s.Contact)
+			case req.Contact != nil && (!admin || !held):
+				t.Fatalf("join %q (admin %v) into room %s: a held join succeeded", body, admin, room)
+			case req.Contact != nil && s.Contact != *req.Contact:
+				t.Fatalf("join %q: contact %q, want %q", body, s.Contact, *req.Contact)
+			case req.Contact != nil && s.Status != waitroom.StatusWaiting && s.Status != waitroom.StatusInvited:
+				t.Fatalf("held join %q: status %s, want waiting or invited", body, s.Status)
 			}
 		case 400, 401, 409, 413:
 		default:
@@ -150,6 +177,8 @@ func FuzzPaths(f *testing.F) {
 		{"GET", "/v1/rooms/r/sessions/{id}", ""},
 		{"POST", "/v1/rooms/r/sessions/{id}/heartbeat", ""},
 		{"POST", "/v1/rooms/r/sessions/{id}/away", "x"},
+		{"POST", "/v1/rooms/r/sessions/{id}/claim", ""},
+		{"POST", "/v1/rooms/r/sessions", `{"contact":"c"}`},
 		{"DELETE", "/v1/rooms/r/sessions/{id}", ""},
 		{"POST", "/v1/rooms/r/sessions", `{"key":"k"}`},
 		{"PUT", "/v1/rooms/q", `{"capacity":1}`},

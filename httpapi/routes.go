@@ -9,6 +9,8 @@ func (s *server) routes() {
 	m.Handle("GET /v1/rooms/{room}/sessions/{id}", s.api(s.session))
 	m.Handle("POST /v1/rooms/{room}/sessions/{id}/heartbeat", s.api(s.heartbeat))
 	m.Handle("POST /v1/rooms/{room}/sessions/{id}/away", s.api(s.away))
+	// A held place's claim: the invited session becomes active.
+	m.Handle("POST /v1/rooms/{room}/sessions/{id}/claim", s.api(s.claim))
 	// Leave, or revoke with the admin token.
 	m.Handle("DELETE /v1/rooms/{room}/sessions/{id}", s.api(s.leave))
 	m.Handle("GET /v1/rooms/{room}", s.api(s.roomStatus))

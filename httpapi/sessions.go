@@ -15,6 +15,11 @@ type joinRequest struct {
 	// proof-of-work challenge (package challenge).
 	Invite    string `json:"invite"`
 	Challenge string `json:"challenge"`
+	// Contact makes the join held (a room with hold_places): the trusted
+	// backend's opaque way to reach the person, which the webhooks carry.
+	// Like Key it needs the admin token; a pointer tells an absent contact
+	// from an empty one.
+	Contact *string `json:"contact"`
 }
 
 // join: POST /v1/rooms/{room}/sessions.
@@ -49,6 +54,18 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 		}
 		key = *req.Key
 	}
+	contact := ""
+	if req.Contact != nil {
+		// A held place needs no presence and reserves a slot when its turn
+		// comes: only a trusted backend that will tell its person may ask.
+		if !trusted {
+			return waitroom.Errorf(waitroom.CodeUnauthorized, "A held join (contact) needs the admin token (Authorization: Bearer <token>): only a trusted backend holds places for people.")
+		}
+		if err := waitroom.CheckContact(*req.Contact); err != nil {
+			return err
+		}
+		contact = *req.Contact
+	}
 	now := s.now()
 	// The door first: a join it refuses costs the address none of its
 	// allowance, and its checks cost microseconds.
@@ -56,6 +73,7 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	jr.Contact = contact
 	if trusted {
 		err = s.joins.CheckCaps(r.Context(), room, s.store, now)
 	} else {
@@ -98,6 +116,26 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.now()
 	sess, err := s.store.Heartbeat(r.Context(), room, r.PathValue("id"), now)
+	if err != nil {
+		return err
+	}
+	s.complete(&sess, now)
+	writeSession(w, http.StatusOK, sess)
+	return nil
+}
+
+// claim: POST /v1/rooms/{room}/sessions/{id}/claim. An invited (held)
+// session claims its slot and becomes active; the answer carries its pass
+// like any active session's. The id is the credential, as for heartbeat.
+// An active session answers as it is; a waiting or ended one is 409
+// not_invited.
+func (s *server) claim(w http.ResponseWriter, r *http.Request) error {
+	room, err := roomName(r)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	sess, err := s.store.Claim(r.Context(), room, r.PathValue("id"), now)
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func errorShape(header http.Header, b []byte) (apiError, error) {
 	if v.Error.Code == "" || v.Error.Message == "" {
 		return v, fmt.Errorf("body %s lacks a code or message", b)
 	}
-	if len(v.Session) > 0 && v.Error.Code != waitroom.CodeAlreadyJoined {
+	if len(v.Session) > 0 && v.Error.Code != waitroom.CodeAlreadyJoined && v.Error.Code != waitroom.CodeNotInvited {
 		return v, fmt.Errorf("body %s carries a session with code %s", b, v.Error.Code)
 	}
 	return v, nil

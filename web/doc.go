@@ -34,6 +34,26 @@
 // only crossing into "may not get one"); a join after that gets a 409 page
 // that says it is sold out, with the server's message.
 //
+// # Held places
+//
+// In a room with hold_places a trusted backend joins a session with a
+// contact (POST /v1/rooms/{room}/sessions with the admin token and
+// "contact"); when its turn comes it is invited until claim_by, and the
+// backend sends its person the claim link (the webhook session.invited
+// carries claim_path, and claim_url when the server knows its public URL).
+// GET /claim/{room}/{id} is that link's page: "It's your turn" with the
+// time left and a button, a form that posts to the same URL. Reading the
+// page claims nothing (mail and chat scanners fetch links); the POST
+// claims the place, stores its id in the room's cookie and redirects (303)
+// to the waiting page, which sends the now active session to the target
+// like anyone admitted. A place whose turn has not come gets a page with
+// its position (200, or 409 to the button), one that ended gets "This
+// invitation has expired" (410), an unknown or forged id a 404 page. The
+// claim page is built in; it reloads itself every 30 seconds while it may
+// change by itself. When the waiting page (/r/{room}) finds its cookie
+// naming an invited place, it shows the claim page instead, and the live
+// page reloads into it the moment the place is invited.
+//
 // The page works without JavaScript: <noscript><meta http-equiv="refresh">
 // reloads it every 5 to 10 seconds (a third of the room's waiting_timeout),
 // and every load counts as presence. With JavaScript, /waitroom/page.js
@@ -117,8 +137,9 @@
 //
 // GET /waitroom.js is a dependency-free client for apps that show the line
 // in their own UI: Waitroom.join({room, base}) (or Waitroom.resume({room,
-// base, id})) with callbacks onPosition, onAdmitted, onEnded and a leave()
-// method; see the comment at the top of assets/waitroom.js.
+// base, id})) with callbacks onPosition, onInvited (a held place's turn),
+// onAdmitted, onEnded and a leave() method; see the comment at the top of
+// assets/waitroom.js.
 //
 // # The demo
 //

@@ -91,3 +91,84 @@ func FuzzPageRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClaimRequest sends the claim page any method, session id and
+// Accept-Language, for a held place or any id. Whatever they hold: no
+// 5xx; a read (GET, HEAD) never changes the place; a claim that succeeds
+// sends the browser to the room's page, with the room's cookie (its
+// flags set) naming the place, which is active.
+func FuzzClaimRequest(f *testing.F) {
+	for _, s := range []struct {
+		post       bool
+		id, lang   string
+		held, head bool
+	}{
+		{false, "", "de", true, false},
+		{true, "", "", true, false},
+		{false, "", "fr", true, true},
+		{true, "AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA", "", false, false},
+		{false, "%00%ff", "\xff", false, false},
+		{true, strings.Repeat("A", 4000), "", false, false},
+		{false, "..%2F..%2Fr%2Fh", "*", false, false},
+	} {
+		f.Add(s.post, s.id, s.lang, s.held, s.head)
+	}
+	ctx := context.Background()
+	st := memstore.New()
+	f.Cleanup(func() { _ = st.Close() })
+	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity, cfg.WaitingTimeout, cfg.ActiveTimeout = 1, 0, 0
+	cfg.HoldPlaces, cfg.ClaimWindow = true, waitroom.Duration(time.Hour)
+	if _, _, err := st.PutRoom(ctx, "h", cfg, clock.Now()); err != nil {
+		f.Fatal(err)
+	}
+	held, err := st.JoinWith(ctx, "h", waitroom.JoinRequest{Contact: "c"}, clock.Now())
+	if err != nil || held.Status != waitroom.StatusInvited {
+		f.Fatalf("setup: %+v, %v; want an invited place", held, err)
+	}
+	h := web.NewHandler(web.Config{Store: st, Clock: clock})
+	f.Fuzz(func(t *testing.T, post bool, id, lang string, useHeld, head bool) {
+		if useHeld {
+			id = held.ID
+		}
+		method := http.MethodGet
+		switch {
+		case post:
+			method = http.MethodPost
+		case head:
+			method = http.MethodHead
+		}
+		before, _ := st.Session(ctx, "h", held.ID, clock.Now())
+		req, err := http.NewRequest(method, "http://waitroom.test/claim/h/"+id, nil)
+		if err != nil {
+			return // not a request a server would hand to a handler
+		}
+		if lang != "" {
+			req.Header.Set("Accept-Language", lang)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %q: got %d, want below 500; body %.300s", method, id, rec.Code, rec.Body.Bytes())
+		}
+		after, _ := st.Session(ctx, "h", held.ID, clock.Now())
+		if !post && after.Status != before.Status {
+			t.Fatalf("%s %q changed the place from %s to %s", method, id, before.Status, after.Status)
+		}
+		if rec.Code == http.StatusSeeOther {
+			if loc := rec.Header().Get("Location"); !post || loc != "/r/h" {
+				t.Fatalf("%s %q: redirect to %q, want only a claim's, to /r/h", method, id, loc)
+			}
+			var named bool
+			for _, c := range rec.Result().Cookies() {
+				if c.Name == web.CookieName("h") {
+					named = c.Value == held.ID && c.HttpOnly && c.SameSite == http.SameSiteLaxMode && c.Path == "/"
+				}
+			}
+			if !named || after.Status != waitroom.StatusActive {
+				t.Fatalf("claim %q: cookie %v, place %s; want the flagged cookie naming the active place", id, rec.Result().Cookies(), after.Status)
+			}
+		}
+	})
+}

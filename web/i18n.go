@@ -145,6 +145,24 @@ type Messages struct {
 	TierNote       string
 	TierGrows      string
 	TierGrowsShare string
+	// The claim page of a held place (/claim/{room}/{id}). ClaimHeading
+	// heads an invited place's page, ClaimBody says how long the place is
+	// held ({time} in words: "9 minutes"), ClaimDeadline labels the end of
+	// that time and ClaimButton claims it. ClaimWaitingTitle and
+	// ClaimWaitingBody are the page of a place whose turn has not come;
+	// ClaimExpiredTitle heads the page of one that ended, ClaimExpiredBody
+	// when its time to claim passed and ClaimEndedBody otherwise.
+	// ClaimUnknownBody is the page of a link that names no place.
+	ClaimHeading      string
+	ClaimBody         string
+	ClaimDeadline     string
+	ClaimButton       string
+	ClaimWaitingTitle string
+	ClaimWaitingBody  string
+	ClaimExpiredTitle string
+	ClaimExpiredBody  string
+	ClaimEndedBody    string
+	ClaimUnknownBody  string
 }
 
 // english is the default language and the fallback.
@@ -232,6 +250,18 @@ var english = Messages{
 	TierNote:         "You wait in the {tier} line.",
 	TierGrows:        "People who join a higher tier go ahead of you, so your position can grow.",
 	TierGrowsShare:   "Higher tiers get a share of the places, so people who join them after you may go ahead of you and your position can grow.",
+
+	// The claim page of a held place.
+	ClaimHeading:      "It’s your turn",
+	ClaimBody:         "Your place is held for you for {time}. Claim it now to go in.",
+	ClaimDeadline:     "Held until",
+	ClaimButton:       "Claim my place",
+	ClaimWaitingTitle: "It’s not your turn yet",
+	ClaimWaitingBody:  "Your place in line is held for you, so there is no need to keep this page open. You will hear from us when it’s your turn.",
+	ClaimExpiredTitle: "This invitation has expired",
+	ClaimExpiredBody:  "The time to claim this place has passed, so it went to the next person in line.",
+	ClaimEndedBody:    "This place in line has ended, so there is nothing left to claim.",
+	ClaimUnknownBody:  "There is no place in line behind this link. Please check the link you were sent.",
 }
 
 var german = Messages{
@@ -318,6 +348,18 @@ var german = Messages{
 	TierNote:         "Sie warten in der Reihe {tier}.",
 	TierGrows:        "Wer sich in einer höheren Stufe anstellt, kommt vor Ihnen an die Reihe; Ihre Position kann also wachsen.",
 	TierGrowsShare:   "Höhere Stufen erhalten einen Anteil der Plätze; wer sich dort nach Ihnen anstellt, kann vor Ihnen an die Reihe kommen, und Ihre Position kann wachsen.",
+
+	// The claim page of a held place.
+	ClaimHeading:      "Sie sind an der Reihe",
+	ClaimBody:         "Ihr Platz wird noch {time} für Sie freigehalten. Nehmen Sie ihn jetzt ein, um hineinzugehen.",
+	ClaimDeadline:     "Freigehalten bis",
+	ClaimButton:       "Platz einnehmen",
+	ClaimWaitingTitle: "Sie sind noch nicht an der Reihe",
+	ClaimWaitingBody:  "Ihr Platz in der Schlange wird für Sie freigehalten; Sie müssen diese Seite nicht geöffnet lassen. Sie hören von uns, sobald Sie an der Reihe sind.",
+	ClaimExpiredTitle: "Diese Einladung ist abgelaufen",
+	ClaimExpiredBody:  "Die Zeit, diesen Platz einzunehmen, ist abgelaufen; er ist an die nächste Person in der Schlange gegangen.",
+	ClaimEndedBody:    "Dieser Platz in der Schlange ist beendet; es gibt nichts mehr einzunehmen.",
+	ClaimUnknownBody:  "Zu diesem Link gibt es keinen Platz in der Schlange. Bitte prüfen Sie den Link, den Sie erhalten haben.",
 }
 
 var french = Messages{
@@ -404,6 +446,18 @@ var french = Messages{
 	TierNote:         "Vous attendez dans la file {tier}.",
 	TierGrows:        "Les personnes qui rejoignent un niveau supérieur passent avant vous\u00a0: votre position peut donc augmenter.",
 	TierGrowsShare:   "Les niveaux supérieurs reçoivent une part des places\u00a0: ceux qui les rejoignent après vous peuvent passer avant vous, et votre position peut augmenter.",
+
+	// The claim page of a held place.
+	ClaimHeading:      "C’est votre tour",
+	ClaimBody:         "Votre place vous est réservée encore {time}. Prenez-la maintenant pour entrer.",
+	ClaimDeadline:     "Réservée jusqu’à",
+	ClaimButton:       "Prendre ma place",
+	ClaimWaitingTitle: "Ce n’est pas encore votre tour",
+	ClaimWaitingBody:  "Votre place dans la file vous est réservée\u00a0: inutile de garder cette page ouverte. Nous vous préviendrons quand ce sera votre tour.",
+	ClaimExpiredTitle: "Cette invitation a expiré",
+	ClaimExpiredBody:  "Le délai pour prendre cette place est passé\u00a0; elle a été donnée à la personne suivante dans la file.",
+	ClaimEndedBody:    "Cette place dans la file a pris fin\u00a0: il n’y a plus rien à prendre.",
+	ClaimUnknownBody:  "Aucune place dans la file ne correspond à ce lien. Vérifiez le lien que vous avez reçu.",
 }
 
 // languages lists the supported languages; the first is the fallback.

@@ -312,6 +312,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if joined {
 		h.setCookie(w, r, room, s.ID)
 	}
+	if s.Status == waitroom.StatusInvited {
+		// A held place whose turn came, opened on the room's page: its
+		// claim page, whose button claims it (a GET never does).
+		h.claimState(w, r, lang, s, now, false)
+		return
+	}
 	target := h.destination(r, info.RoomConfig)
 	if s.Status == waitroom.StatusActive && target != "" {
 		http.Redirect(w, r, target, http.StatusSeeOther)

@@ -25,6 +25,10 @@ const (
 	ClientPath = "/waitroom.js"
 	// AssetPrefix holds the page's own script and style sheet.
 	AssetPrefix = "/waitroom/"
+	// ClaimPrefix is followed by a room name and a session id:
+	// /claim/{room}/{id} is the claim page of a held place (the path
+	// waitroom.ClaimPath builds, which webhooks send).
+	ClaimPrefix = "/claim/"
 	// DemoPrefix holds the demo (Config.Demo): /demo/ is a page that puts
 	// each tab in the demo room's line, DemoAppPath the sample app.
 	DemoPrefix = "/demo/"
@@ -38,9 +42,10 @@ const (
 )
 
 // Prefixes returns the paths a server routes to a handler made with cfg:
-// PagePrefix, ClientPath, AssetPrefix and, with cfg.Demo, DemoPrefix.
+// PagePrefix, ClientPath, AssetPrefix, ClaimPrefix and, with cfg.Demo,
+// DemoPrefix.
 func Prefixes(cfg Config) []string {
-	p := []string{PagePrefix, ClientPath, AssetPrefix}
+	p := []string{PagePrefix, ClientPath, AssetPrefix, ClaimPrefix}
 	if cfg.Demo {
 		p = append(p, DemoPrefix)
 	}
@@ -155,6 +160,8 @@ func (h *Handler) routes(demo bool) {
 	m.HandleFunc("GET /r/{room}", h.page)
 	m.HandleFunc("POST /r/{room}", h.rejoin)
 	m.HandleFunc("POST /r/{room}/join", h.join)
+	m.HandleFunc("GET "+ClaimPrefix+"{room}/{id}", h.claimPage)
+	m.HandleFunc("POST "+ClaimPrefix+"{room}/{id}", h.claim)
 	m.HandleFunc("GET "+ClientPath, h.asset(clientJS))
 	for _, a := range pageAssets {
 		m.HandleFunc("GET "+AssetPrefix+a.name, h.asset(a))

@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +51,13 @@ type Options struct {
 	// deliverer (default 250ms).
 	Poll   time.Duration
 	Logger *slog.Logger
+	// PublicURL, when set, is where browsers reach the server
+	// (scheme://host[:port], serve --public-url): the data of a
+	// session.invited message (and of any other with a claim_path) then
+	// carries claim_url, PublicURL followed by its claim_path, the whole
+	// link to send the person. The outbox keeps the message as it was
+	// made; the link is added to each request's body, and signed with it.
+	PublicURL string
 }
 
 // Counts is what a Deliverer did since it started.
@@ -125,6 +134,7 @@ func New(o Options) *Deliverer {
 	if o.Client == nil {
 		o.Client = NewClient(o.AllowPrivate)
 	}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	return &Deliverer{o: o, kick: make(chan struct{}, 1), sem: make(chan struct{}, o.Workers),
 		perHk: map[string]int{}, circuits: map[string]*circuit{}, hooks: map[string]hookCache{}, outs: make(chan outcome, 4*o.Workers)}
 }
@@ -458,9 +468,51 @@ func (d *Deliverer) try(ctx context.Context, dl waitroom.Delivery, ep endpoint) 
 	d.outs <- outcome{dl.Room, o}
 }
 
+// body returns the request body a delivery of m sends: m.Body(), with
+// claim_url added to the data when the deliverer knows its PublicURL and
+// the data has a claim_path (session.invited, and the session.joined of
+// a held session invited as it joined, which shares its data).
+func (d *Deliverer) body(m waitroom.HookMessage) []byte {
+	if d.o.PublicURL != "" && bytes.Contains(m.Data, []byte(`"claim_path":`)) {
+		m.Data = withClaimURL(m.Data, d.o.PublicURL)
+	}
+	return m.Body()
+}
+
+// withClaimURL returns data, the JSON object of a session event, with "claim_url": publicURL + its claim_path added as its last
+// member. Data without a claim_path (one that starts with "/"), with a
+// claim_url already, or that is not a JSON object is returned as it is.
+func withClaimURL(data json.RawMessage, publicURL string) json.RawMessage {
+	var v struct {
+		ClaimPath *string `json:"claim_path"`
+		ClaimURL  *string `json:"claim_url"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.ClaimPath == nil || !strings.HasPrefix(*v.ClaimPath, "/") || v.ClaimURL != nil {
+		return data
+	}
+	obj := bytes.TrimSpace(data)
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
+		return data
+	}
+	link, err := json.Marshal(strings.TrimRight(publicURL, "/") + *v.ClaimPath)
+	if err != nil {
+		return data
+	}
+	// The object has a member (claim_path), so the new one follows a comma.
+	out := make([]byte, 0, len(obj)+len(link)+14)
+	out = append(out, obj[:len(obj)-1]...)
+	out = append(out, `,"claim_url":`...)
+	out = append(out, link...)
+	out = append(out, '}')
+	if !json.Valid(out) {
+		return data
+	}
+	return out
+}
+
 // send makes one try.
 func (d *Deliverer) send(ctx context.Context, dl waitroom.Delivery, ep endpoint) error {
-	body := dl.Message.Body()
+	body := d.body(dl.Message)
 	now := d.o.Clock.Now()
 	sig, err := ep.wh.Sign(dl.Message.ID, now, body)
 	if err != nil {

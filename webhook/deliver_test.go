@@ -27,6 +27,7 @@ type receiver struct {
 	mu     sync.Mutex
 	got    map[string]int // webhook-id -> requests
 	types  []string
+	bodies [][]byte // the bodies accepted, in order
 	bad    []string
 	status func() int
 	delay  time.Duration
@@ -60,6 +61,7 @@ func newReceiver(t *testing.T) *receiver {
 		if st < 300 {
 			r.got[req.Header.Get("webhook-id")]++
 			r.types = append(r.types, m.Type)
+			r.bodies = append(r.bodies, body)
 		}
 		w.WriteHeader(st)
 	}))

@@ -130,7 +130,7 @@ func (c *serveConfig) flags() []serveFlag {
 		{"upstream", "WAITROOM_UPSTREAM", "", "`URL` of the app to protect (reverse-proxy mode): requests with a valid pass\ngo through to it, everyone else joins --room and waits; /r/, /waitroom.js,\n/v1/ and the operations endpoints stay waitroom's", &c.upstream, nil},
 		{"room", "WAITROOM_ROOM", waitroom.DefaultRoom, "`room` whose pass --upstream requires", &c.room, nil},
 		{"bypass", "WAITROOM_BYPASS", "", "comma-separated `paths` that reach --upstream without a pass: prefixes\n(/static/), suffix patterns (*.css) or path.Match patterns", &c.bypass, nil},
-		{"public-url", "WAITROOM_PUBLIC_URL", "", "`URL` (scheme://host[:port]) where browsers reach waitroom's pages, for the\nredirects of forward-auth; empty: the host of the gated request", &c.publicURL, nil},
+		{"public-url", "WAITROOM_PUBLIC_URL", "", "`URL` (scheme://host[:port]) where browsers reach waitroom's pages, for the\nredirects of forward-auth and the claim links webhooks send (claim_url); empty:\nthe host of the gated request, and webhooks carry only the claim path", &c.publicURL, nil},
 		{"pass-alg", "WAITROOM_PASS_ALG", gate.AlgEdDSA, "signing `algorithm` of passes: EdDSA (Ed25519, public keys at\n/.well-known/jwks.json) or HS256 (a shared secret, nothing published)", &c.passAlg, nil},
 		{"pass-keys", "WAITROOM_PASS_KEYS", "", "`folder` of pass signing keys, generated on first start; empty: <data>/keys", &c.passKeys, nil},
 		{"webhook-allow-private", "WAITROOM_WEBHOOK_ALLOW_PRIVATE", "", "let webhooks reach loopback and private-network addresses (off: such URLs\nare refused, and so is any name that resolves to one: SSRF)", nil, &c.webhookPrivate},

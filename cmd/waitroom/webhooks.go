@@ -25,7 +25,9 @@ func startWebhooks(ctx context.Context, store waitroom.Store, cfg serveConfig, c
 	lease, _ := time.ParseDuration(cfg.webhookLease)  // checked by parseServe
 	most, _ := time.ParseDuration(cfg.webhookBackoff) // checked by parseServe
 	d := webhook.New(webhook.Options{Store: hooks, AllowPrivate: cfg.webhookPrivate, Clock: clock,
-		Lease: lease, Timeout: min(10*time.Second, lease/3), Backoff: webhook.Backoff(time.Second, most), Logger: logger})
+		Lease: lease, Timeout: min(10*time.Second, lease/3), Backoff: webhook.Backoff(time.Second, most), Logger: logger,
+		// With --public-url, session.invited carries the whole claim link.
+		PublicURL: cfg.publicURL})
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_webhook_delivered_total",
 			Help: "Webhook deliveries this process made that the endpoint accepted (2xx)."}, func() float64 { return float64(d.Counts().Delivered) }),

@@ -23,6 +23,10 @@
  * done." with the place, and shows the elements marked "drawn" instead of
  * those marked "intro".
  *
+ * A held place (joined by a trusted backend with a contact) whose turn
+ * comes is invited: the page reloads, and the server shows its claim page,
+ * whose button claims it.
+ *
  * In a room with an inventory every update carries "remaining", what is
  * neither sold nor reserved. The page says it in "stock" ("About 12 left")
  * and, in "stock-note", that the visitor may not get one while more people
@@ -351,6 +355,11 @@
     storage: "none", // the cookie already holds the id
     heartbeat: 0, // a waiting page is presence, not activity
     onUpdate: function () { root.setAttribute("data-live", line.mode || ""); },
+    // A held place whose turn came: the server shows its claim page.
+    onInvited: function () {
+      line.close();
+      window.location.reload();
+    },
     onPosition: render,
     onAdmitted: onAdmitted,
     onEnded: onEnded,

@@ -21,8 +21,11 @@
  * session every few seconds instead (poll, default 3000 ms).
  *
  * Callbacks get the API's Session object: onUpdate(s) on every update,
- * onPosition(s) while waiting, onAdmitted(s) once when the session becomes
- * active (or served, in a manual room), onEnded(s) once when it reaches a
+ * onPosition(s) while waiting, onInvited(s) once when a held place (one a
+ * trusted backend joined with a contact) is invited to claim its slot
+ * before s.claim_by (its claim page is /claim/{room}/{id}), onAdmitted(s)
+ * once when the session becomes active (or served, in a manual room),
+ * onEnded(s) once when it reaches a
  * final status (left, expired, served), and onError(err) when a request
  * fails (the client keeps trying). While active, the client sends a
  * heartbeat every heartbeat ms (default 30000; 0 for none) so the slot does
@@ -43,7 +46,7 @@
 (function (global) {
   "use strict";
 
-  var LIVE = { waiting: true, active: true };
+  var LIVE = { waiting: true, invited: true, active: true };
   var FINAL = { served: true, left: true, expired: true };
 
   function noop() {}
@@ -97,6 +100,7 @@
     this._closed = false;
     this._ended = false;
     this._admitted = false;
+    this._invited = false;
     this._hidden = false;
     this._failures = 0;
     this._sseBroken = opts.transport === "poll" || typeof global.EventSource !== "function";
@@ -236,6 +240,11 @@
     this._call("onUpdate", s);
     if (s.status === "waiting") {
       this._call("onPosition", s);
+    } else if (s.status === "invited") {
+      if (!this._invited) {
+        this._invited = true;
+        this._call("onInvited", s);
+      }
     } else if (s.status === "active" || s.status === "served") {
       if (!this._admitted) {
         this._admitted = true;
