@@ -46,11 +46,13 @@ var (
 	appJS      = newAsset(mustRead("app.js"), "text/javascript; charset=utf-8").withHash("app.js")
 	invitesJS  = newAsset(mustRead("invites.js"), "text/javascript; charset=utf-8").withHash("invites.js")
 	webhooksJS = newAsset(mustRead("webhooks.js"), "text/javascript; charset=utf-8").withHash("webhooks.js")
+	sessionsJS = newAsset(mustRead("sessions.js"), "text/javascript; charset=utf-8").withHash("sessions.js")
 	appCSS     = newAsset(mustRead("app.css"), "text/css; charset=utf-8").withHash("app.css")
 	indexHTML  = newAsset([]byte(strings.NewReplacer(
 		"{{app.js}}", appJS.hashed,
 		"{{invites.js}}", invitesJS.hashed,
 		"{{webhooks.js}}", webhooksJS.hashed,
+		"{{sessions.js}}", sessionsJS.hashed,
 		"{{app.css}}", appCSS.hashed,
 	).Replace(string(mustRead("index.html")))), "text/html; charset=utf-8")
 
@@ -60,10 +62,12 @@ var (
 		Prefix + "app.js":      appJS,
 		Prefix + "invites.js":  invitesJS,
 		Prefix + "webhooks.js": webhooksJS,
+		Prefix + "sessions.js": sessionsJS,
 		Prefix + "app.css":     appCSS,
 		appJS.hashed:           appJS,
 		invitesJS.hashed:       invitesJS,
 		webhooksJS.hashed:      webhooksJS,
+		sessionsJS.hashed:      sessionsJS,
 		appCSS.hashed:          appCSS,
 	}
 )

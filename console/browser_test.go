@@ -178,6 +178,29 @@ func TestPageInBrowser(t *testing.T) {
 	if ok, _ := tb.eval(`document.querySelector("#inv-tier-field").hidden`); !ok {
 		t.Errorf("the invites' tier select is shown in a room without tiers")
 	}
+	if got := tb.text("#room-holds"); got != "Hold placesnoNotify atoff" {
+		t.Errorf("#room-holds reads %q, want no held places and no notices", got)
+	}
+	// The line and the history: a held place with its contact, one that
+	// let its claim window pass.
+	tb.waitFor("the line and history", `document.querySelector('#history-list li[data-reason="unclaimed"]')`)
+	for sel, want := range map[string]string{
+		`#line-list li[data-session="AAAAAAAAAAssessionidforeleven"] .badge[data-held]`: "held place",
+		`#line-list li[data-session="AAAAAAAAAAssessionidforeleven"] .contact`:          "bob@example.com",
+		`#history-list li[data-reason="unclaimed"] .contact`:                            "+15551234567",
+		"#line-status":    "2 waiting.",
+		"#history-status": "2 sessions ended, newest first.",
+	} {
+		if got := tb.text(sel); got != want {
+			t.Errorf("%s reads %q, want %q", sel, got, want)
+		}
+	}
+	if got := tb.text(`#history-list li[data-reason="unclaimed"]`); !strings.Contains(got, "#4 expired · unclaimed (invited, and not claimed within the claim window)") {
+		t.Errorf("the unclaimed session reads %q", got)
+	}
+	if ok, _ := tb.eval(`!!document.querySelector('#line-list li[data-session="AAAAAAAAAAUsessionidforfive"] .badge')`); ok {
+		t.Errorf("a session joined without a contact is shown as held")
+	}
 	tb.shot("room")
 
 	// Pause: a PUT of the whole configuration (no counts) with paused.

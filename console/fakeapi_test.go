@@ -136,6 +136,14 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 					"tier": "general", "place": -1}},
 				"audit": []any{}}
 		}
+		if r.URL.Query().Get("q") == "10" {
+			// A held place invited to claim its slot, five minutes left.
+			now := time.Now().UTC()
+			return map[string]any{"sessions": []map[string]any{{"id": "AAAAAAAAAAosessionidforten", "room": "demo",
+				"status": "invited", "ticket": 10, "contact": "ana@example.com", "joined_at": now.Add(-time.Hour).Format(waitroom.TimeFormat),
+				"admitted_at": now.Format(waitroom.TimeFormat), "claim_by": now.Add(5 * time.Minute).Format(waitroom.TimeFormat)}},
+				"audit": []any{}}
+		}
 		if r.URL.Query().Get("q") != "5" {
 			return map[string]any{"sessions": []any{}, "audit": []any{}}
 		}
@@ -155,6 +163,24 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 			return map[string]any{"id": r.PathValue("id"), "room": "demo", "status": "waiting", "ticket": 5, "position": 1}
 		})
 	}
+	// The line and the history: a held place waiting, one that let its
+	// claim window pass.
+	h("GET /v1/rooms/demo/waiting", func(w http.ResponseWriter, r *http.Request) any {
+		return map[string]any{"sessions": []map[string]any{
+			{"id": "AAAAAAAAAAUsessionidforfive", "room": "demo", "status": "waiting", "ticket": 5, "position": 1, "ahead": 0,
+				"key": "user-5", "joined_at": "2030-01-01T00:00:00Z"},
+			{"id": "AAAAAAAAAAssessionidforeleven", "room": "demo", "status": "waiting", "ticket": 11, "position": 2, "ahead": 1,
+				"contact": "bob@example.com", "joined_at": "2030-01-01T00:01:00Z"}},
+			"next": ""}
+	})
+	h("GET /v1/rooms/demo/history", func(w http.ResponseWriter, r *http.Request) any {
+		return map[string]any{"sessions": []map[string]any{
+			{"id": "AAAAAAAAAAQsessionidforfour", "room": "demo", "status": "expired", "ticket": 4, "end_reason": "unclaimed",
+				"contact": "+15551234567", "joined_at": "2030-01-01T00:00:00Z", "admitted_at": "2030-01-01T00:05:00Z", "ended_at": "2030-01-01T00:15:00Z"},
+			{"id": "AAAAAAAAAAMsessionidforthree", "room": "demo", "status": "left", "ticket": 3, "end_reason": "left",
+				"joined_at": "2030-01-01T00:00:00Z", "ended_at": "2030-01-01T00:04:00Z"}},
+			"next": ""}
+	})
 	h("POST /v1/rooms/demo/invites", func(w http.ResponseWriter, r *http.Request) any {
 		f.invites(w, r)
 		return nil

@@ -80,14 +80,14 @@ func TestStaticFiles(t *testing.T) {
 			t.Errorf("index.html contains %q (inline code, or a request elsewhere)", bad)
 		}
 	}
-	hashed := regexp.MustCompile(`/admin/(app|invites|webhooks)\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
-	if len(hashed) != 4 {
-		t.Fatalf("index.html links %v, want the hashed invites.js, webhooks.js, app.js and app.css", hashed)
+	hashed := regexp.MustCompile(`/admin/(app|invites|webhooks|sessions)\.[0-9a-f]{12}\.(js|css)`).FindAllString(html, -1)
+	if len(hashed) != 5 {
+		t.Fatalf("index.html links %v, want the hashed invites.js, webhooks.js, sessions.js, app.js and app.css", hashed)
 	}
-	// invites.js and webhooks.js define what app.js starts: they must run
-	// first.
+	// invites.js, webhooks.js and sessions.js define what app.js starts:
+	// they must run first.
 	app := regexp.MustCompile(`/admin/app\.[0-9a-f]{12}\.js`).FindStringIndex(html)
-	for _, panel := range []string{"invites", "webhooks"} {
+	for _, panel := range []string{"invites", "webhooks", "sessions"} {
 		if i := strings.Index(html, "/admin/"+panel+"."); app == nil || i < 0 || i > app[0] {
 			t.Errorf("index.html loads app.js before %s.js", panel)
 		}

@@ -275,7 +275,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := adm.session(target.ID); s.Status != waitroom.StatusLeft || s.EndReason != waitroom.ReasonRevoked {
 		t.Errorf("after the revoke #%d is %s (%s), want left (revoked)", s.Ticket, s.Status, s.EndReason)
 	}
-	tb.waitFor(10*time.Second, "the record to show it ended", recordJS(target.ID, "status", "left")+" && "+recordJS(target.ID, "end_reason", "revoked"))
+	tb.waitFor(10*time.Second, "the record to show it ended", recordJS(target.ID, "status", "left")+" && "+recordJS(target.ID, "end_reason", "revoked (by an operator)"))
 	tb.waitFor(10*time.Second, "the revoke in the audit panel", `document.querySelector("#audit-list").textContent.includes("revoke by console")`)
 
 	step("CSRF")

@@ -10,16 +10,20 @@
 //   #stat-waiting #stat-active #stat-admissions #stat-joins #stat-abandons
 //   #stat-eta #stat-p50 #stat-p90 #stat-p99 #stat-esterr
 //   svg[data-series=waiting|active|admissions|joins|abandons] (#chart-NAME)
-//   #room-details #stock #room-stock #schedule #room-schedule #door #room-door
+//   #room-details #stock #room-stock #schedule #room-schedule #door #room-door #holds #room-holds
 //   #pause #resume #queue-all #edit #advance-n #advance
 //   #config-form #cfg-FIELD (mode capacity rate_per_minute active_timeout
 //     max_session waiting_timeout grace inventory opens_at closes_at
 //     target_url return_origins paused tiers tier_policy challenge
-//     challenge_min challenge_max invite_keys invite_only) #config-save #config-cancel
+//     challenge_min challenge_max invite_keys invite_only hold_places claim_window
+//     notify_at) #config-save #config-cancel; a field the page or the API
+//     finds wrong gets aria-invalid="true" and the focus
 //   #find-q #find-go #found (article[data-session=ID], input[name=found-pick],
-//     .badge[data-tier=NAME], .badge[data-moved])
+//     .badge[data-tier=NAME], .badge[data-moved], .badge[data-held],
+//     .badge[data-invited][data-claim-by=TIME], dd[data-field=NAME])
 //   #session-actions #revoke #front-reason #front #extend-by #extend
 //   #found-audit li[data-audit=ID]
+//   the Line and history panel: see sessions.js
 //   the Invites panel: see invites.js
 //   the Webhooks panel: see webhooks.js
 //   #audit-list li[data-audit=ID] #audit-more #audit-empty
@@ -404,6 +408,7 @@
     $("edit").setAttribute("aria-expanded", "false");
     invites.reset();
     webhooks.reset();
+    sessionsPanel.reset();
     setText($("live-status"), "Connecting…");
     drawCharts();
     focusHeading("room-title");
@@ -412,10 +417,12 @@
       if (rv !== mine || mine.gone) return;
       connect();
       webhooks.refresh();
+      sessionsPanel.refresh();
     });
     rv.stateTimer = setInterval(() => {
       loadState();
       webhooks.refresh();
+      sessionsPanel.refresh();
     }, 10000);
   }
 
@@ -694,6 +701,7 @@
       fill($("room-schedule"), pairs);
     }
     renderDoor(r);
+    renderHolds(r);
     invites.setRoom(r);
     renderStats();
   }
@@ -722,6 +730,17 @@
     }
     pairs.push(["Challenge", challenge]);
     fill($("room-door"), pairs);
+  }
+
+  // renderHolds shows whether the room holds places for people a backend
+  // joined with a contact, how long an invited one may take to claim its
+  // slot, and where in line sessions are told they are near.
+  function renderHolds(r) {
+    const pairs = [["Hold places", r.hold_places ? "yes: backends may join people with a contact" : "no"]];
+    if (r.hold_places) pairs.push(["Claim window", r.claim_window || "10m"]);
+    else if (r.claim_window && r.claim_window !== "0s") pairs.push(["Claim window", r.claim_window + " (for held places still in line)"]);
+    pairs.push(["Notify at", r.notify_at ? "position " + fmt(r.notify_at) + " (session.near)" : "off"]);
+    fill($("room-holds"), pairs);
   }
 
   // stateKey is what of a room its state (open, paused, scheduled, drawing,
@@ -771,6 +790,7 @@
     if (!ok) return;
     setRoom(await api("POST", roomPath(rv.name, "/queue-all")));
     notice("Everyone in room " + rv.name + " is back in line; the room is paused.");
+    sessionsPanel.refresh();
   }));
 
   $("advance-form").addEventListener("submit", (ev) => {
@@ -785,14 +805,17 @@
       }
       const who = n === 1 ? "the next person" : "the next " + fmt(n) + " people";
       const manual = rv.room && rv.room.mode === "manual";
+      const held = rv.room && rv.room.hold_places ? " A held place is invited to claim its slot instead." : "";
       const ok = await confirmAction("Advance " + who + " in room " + rv.name + "?",
         manual ? "They are marked served, in line order."
-          : "They become active now, in line order, even past the capacity and while paused.", "Advance");
+          : "They become active now, in line order, even past the capacity and while paused." + held, "Advance");
       if (!ok) return;
       const a = await api("POST", roomPath(rv.name, "/advance"), { n });
       const tiered = tiersOf(rv && rv.room).length > 0;
-      const tickets = ((a && a.sessions) || []).map((s) => "#" + s.ticket + (tiered && s.tier ? " (" + s.tier + ")" : ""));
+      const tickets = ((a && a.sessions) || []).map((s) => "#" + s.ticket +
+        (tiered && s.tier ? " (" + s.tier + ")" : "") + (s.status === "invited" ? " (invited)" : ""));
       notice((manual ? "Served " : "Admitted ") + fmt(tickets.length) + ": " + tickets.join(", ") + ".");
+      sessionsPanel.refresh();
     });
   });
 
@@ -800,6 +823,10 @@
 
   const CFG_TEXT = ["active_timeout", "max_session", "waiting_timeout", "grace", "target_url"];
   const CFG_INT = ["capacity", "rate_per_minute"];
+  // The durations, by the names the page gives them.
+  const CFG_DURATIONS = { active_timeout: "Active timeout", max_session: "Max session",
+    waiting_timeout: "Waiting timeout", grace: "Grace", claim_window: "Claim window" };
+  const MAX_NOTIFY_AT = 1000; // as the API allows
 
   function openConfig() {
     const r = rv && rv.room;
@@ -819,6 +846,10 @@
     $("cfg-challenge_max").value = r.challenge_max ? String(r.challenge_max) : "";
     $("cfg-invite_keys").value = (r.invite_keys || []).join("\n");
     $("cfg-invite_only").checked = !!r.invite_only;
+    $("cfg-hold_places").checked = !!r.hold_places;
+    $("cfg-claim_window").value = r.claim_window && r.claim_window !== "0s" ? r.claim_window : "";
+    $("cfg-notify_at").value = r.notify_at ? String(r.notify_at) : "";
+    clearInvalid();
     $("config-form").hidden = false;
     $("edit").setAttribute("aria-expanded", "true");
     $("cfg-mode").focus();
@@ -878,6 +909,87 @@
     else delete c.invite_only;
   }
 
+  // The fields of held places, each absent when off or empty (an absent
+  // claim_window is 10m where places are held).
+  function formHolds(c) {
+    if ($("cfg-hold_places").checked) c.hold_places = true;
+    else delete c.hold_places;
+    const win = $("cfg-claim_window").value.trim();
+    if (win === "") delete c.claim_window;
+    else c.claim_window = win;
+    const at = intOrText($("cfg-notify_at").value);
+    if (at === "" || at === 0) delete c.notify_at;
+    else c.notify_at = at;
+  }
+
+  // goDuration reads a Go duration ("90s", "1h30m", "0") as milliseconds,
+  // or null when it is none.
+  function goDuration(s) {
+    if (s === "0") return 0;
+    const units = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+    const re = /(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
+    let ms = 0;
+    let i = 0;
+    while (i < s.length) {
+      re.lastIndex = i;
+      const m = re.exec(s);
+      if (!m) return null;
+      ms += Number(m[1]) * units[m[2]];
+      i = re.lastIndex;
+    }
+    return s.length ? ms : null;
+  }
+
+  // checkConfig finds what the server would refuse in words that do not
+  // name the field (a duration it cannot read), and what held places need,
+  // before anything is sent: [field, message], or null when all is well.
+  function checkConfig() {
+    for (const [k, name] of Object.entries(CFG_DURATIONS)) {
+      const v = $("cfg-" + k).value.trim();
+      if (v === "" && k === "claim_window") continue;
+      if (goDuration(v) === null) {
+        return [k, name + ": \u201c" + v + "\u201d is not a duration; enter one such as 90s, 10m or 1h30m" +
+          (k === "claim_window" ? ", or leave it empty for 10m." : ".")];
+      }
+    }
+    const win = goDuration($("cfg-claim_window").value.trim());
+    if ($("cfg-hold_places").checked && win > 0 && win < 1000) {
+      return ["claim_window", "Claim window: enter at least 1s, time for a person to open the link and claim (empty: 10m)."];
+    }
+    const at = $("cfg-notify_at").value.trim();
+    if (at !== "" && !(/^\d+$/.test(at) && Number(at) <= MAX_NOTIFY_AT)) {
+      return ["notify_at", "Notify at: enter a position from 1 to 1,000, or 0 (or nothing) for off."];
+    }
+    return null;
+  }
+
+  // markInvalid marks field k of the form as wrong and gives it the focus.
+  function markInvalid(k) {
+    const input = $("cfg-" + k);
+    if (!input) return;
+    input.setAttribute("aria-invalid", "true");
+    input.focus();
+  }
+
+  // markNamed marks the first field a message of the API names, if any.
+  function markNamed(message) {
+    let best = null;
+    for (const input of $("config-form").querySelectorAll("[id^=cfg-]")) {
+      const k = input.id.slice(4);
+      const i = String(message).search(new RegExp("\\b" + k + "\\b"));
+      if (i >= 0 && (!best || i < best[1])) best = [k, i];
+    }
+    if (best) markInvalid(best[0]);
+  }
+
+  function clearInvalid() {
+    for (const input of $("config-form").querySelectorAll("[aria-invalid]")) input.removeAttribute("aria-invalid");
+  }
+
+  $("config-form").addEventListener("input", (ev) => {
+    if (ev.target && ev.target.removeAttribute) ev.target.removeAttribute("aria-invalid");
+  });
+
   function formConfig() {
     const c = configOf(rv.room);
     c.mode = $("cfg-mode").value;
@@ -895,6 +1007,7 @@
     else delete c.return_origins;
     c.paused = $("cfg-paused").checked;
     formDoor(c, configOf(rv.room));
+    formHolds(c);
     return c;
   }
 
@@ -918,6 +1031,13 @@
     ev.preventDefault();
     act($("config-save"), async () => {
       if (!rv || !rv.room) return;
+      clearInvalid();
+      const bad = checkConfig();
+      if (bad) {
+        showError({ message: bad[1] });
+        markInvalid(bad[0]);
+        return;
+      }
       const before = configOf(rv.room);
       const after = formConfig();
       const diff = changes(before, after);
@@ -928,7 +1048,12 @@
       const ok = await confirmAction("Change the configuration of room " + rv.name + "?",
         "The whole configuration is replaced; these fields change:", "Save", diff);
       if (!ok) return;
-      await putConfig(after, "Room " + rv.name + " is reconfigured.");
+      try {
+        await putConfig(after, "Room " + rv.name + " is reconfigured.");
+      } catch (e) {
+        if (e.status === 400) markNamed(e.message);
+        throw e;
+      }
       closeConfig();
     });
   });
@@ -950,12 +1075,16 @@
     if (typeof s.place === "number" && s.place < 0) {
       out.push(" ", el("span", { class: "badge badge-moved", "data-moved": "", text: "moved by an operator" }));
     }
+    out.push(...sessionsPanel.badges(s));
     return out;
   }
 
   // fieldText shows one field of a session record.
   function fieldText(k, v) {
     if (k === "place" && typeof v === "number") return String(v) + (v < 0 ? " (moved by an operator)" : " (from its tier and ticket)");
+    if (k === "end_reason" && typeof v === "string") return sessionsPanel.reasonText(v);
+    if (k === "claim_by" && typeof v === "string") return fmtTime(v);
+    if (k === "status" && v === "invited") return "invited (its turn came: the slot is kept until it claims or the window passes)";
     return v !== null && typeof v === "object" ? JSON.stringify(v) : String(v);
   }
 
@@ -985,7 +1114,7 @@
     const items = sessions.map((s, i) => {
       const dl = el("dl", { class: "pairs record" });
       for (const [k, v] of Object.entries(s)) {
-        dl.append(el("div", null, el("dt", { text: k }), el("dd", { text: fieldText(k, v) })));
+        dl.append(el("div", null, el("dt", { text: k }), el("dd", { text: fieldText(k, v), "data-field": k })));
       }
       const head = sessions.length > 1
         ? el("label", { class: "pick" }, el("input", { type: "radio", name: "found-pick", value: s.id,
@@ -1029,6 +1158,7 @@
       if (!(await confirmAction(title(s), text, okLabel))) return;
       await run(roomPath(rv.name, "/sessions/" + encodeURIComponent(s.id)));
       notice(done(s));
+      sessionsPanel.refresh();
       if (rv && rv.found) await find(rv.found.q);
     });
   }
@@ -1062,6 +1192,21 @@
       "Its max-session deadline moves " + by + " later and its idle timer starts again.", "Extend",
       (p) => api("POST", p + "/extend", { by }), (s) => label(s) + " has " + by + " more.");
   });
+
+  // ---------- line and history (sessions.js) ----------
+
+  // openSession finds a session listed in the panel, as a search for q
+  // would, and takes the focus to the results.
+  const openSession = (button, q) => act(button, async () => {
+    if (!rv) return;
+    $("find-q").value = q;
+    await find(q);
+    $("find-title").focus();
+    $("find-title").scrollIntoView({ block: "start" });
+  });
+
+  const sessionsPanel = window.waitroomSessions({ $, el, api, act, fmt, fmtSecs, fmtTime, roomPath, setText,
+    view: () => rv, open: openSession });
 
   // ---------- invites (invites.js) ----------
 

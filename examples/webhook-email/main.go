@@ -1,21 +1,32 @@
-// Command webhook-email receives a waitroom webhook and tells people that
-// their turn has come: on session.admitted it looks up a contact for the
-// session's key and sends an email over SMTP, or a text message through an
-// HTTP API that takes a form POST (Twilio's Messages API has this shape).
-// With neither configured it logs what it would send.
+// Command webhook-email receives a waitroom webhook and tells people how
+// their place in line is doing, by email over SMTP or by a text message
+// through an HTTP API that takes a form POST (Twilio's Messages API has
+// this shape). With neither configured it logs what it would send.
 //
-// The key is whatever your backend passed when it joined the room for the
-// person (POST /v1/rooms/{room}/sessions {"key":"…"} with the admin token)
-// or put in their invite. A key with an entry in CONTACTS is sent to that
-// address; a key that is an email address itself (it holds an "@"), or a
-// phone number in E.164 form ("+" and digits), is sent to as it is.
+//   - session.near: "You're nearly there: position 3 in line for sale."
+//   - session.invited (a held place whose turn came): "It's your turn in
+//     sale: claim your place by 18:10 UTC at https://…/claim/sale/…"
+//   - session.admitted: "It is your turn in sale (ticket #42)."
+//
+// Whom to tell: a held place's contact (POST /v1/rooms/{room}/sessions
+// {"contact":"…"} with the admin token, in a room with hold_places), else
+// the session's key (the same join with {"key":"…"}, or an invite's key).
+// One with an entry in CONTACTS is sent to that address; one that is an
+// email address itself (it holds an "@"), or a phone number in E.164 form
+// ("+" and digits), is sent to as it is.
+//
+// The claim link is the event's claim_url, which waitroom adds when it
+// runs with --public-url; without it, WAITROOM_URL and the event's
+// claim_path make it.
 //
 // Environment:
 //
 //	WEBHOOK_SECRET  the webhook's secret, whsec_… (required)
 //	LISTEN          address to listen on (default :8090); the endpoint is POST /
 //	CONTACTS        file of "key contact" lines (optional; # starts a comment)
-//	LINK            URL put in the message, e.g. your waiting page (optional)
+//	LINK            URL put in the messages of people who keep a page open, e.g. your waiting page (optional)
+//	WAITROOM_URL    waitroom's public URL, for claim links when events carry no claim_url (optional)
+//	TZ              the time zone of the claim-by times, e.g. Europe/Paris (default: the system's)
 //	SMTP_ADDR       host:port of an SMTP server: send email
 //	SMTP_USER, SMTP_PASSWORD  PLAIN authentication (optional)
 //	MAIL_FROM       the From address (required with SMTP_ADDR)
@@ -105,7 +116,13 @@ func setup(getenv func(string) string) (http.Handler, string, error) {
 	default:
 		send = logSender{}
 	}
-	return NewReceiver(wh, contacts, send, getenv("LINK")), cmp.Or(getenv("LISTEN"), ":8090"), nil
+	opts := Options{Link: getenv("LINK"), WaitroomURL: strings.TrimSuffix(getenv("WAITROOM_URL"), "/")}
+	if opts.WaitroomURL != "" {
+		if u, err := url.Parse(opts.WaitroomURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, "", fmt.Errorf("WAITROOM_URL must be http(s)://host[:port], not %q", opts.WaitroomURL)
+		}
+	}
+	return NewReceiver(wh, contacts, send, opts), cmp.Or(getenv("LISTEN"), ":8090"), nil
 }
 
 // readContacts reads "key contact" lines.
@@ -131,30 +148,51 @@ func readContacts(path string) (map[string]string, error) {
 	return out, sc.Err()
 }
 
+// Options are what the messages say besides the event.
+type Options struct {
+	// Link is put in the messages of people who keep a page open (not
+	// held places), e.g. your waiting page.
+	Link string
+	// WaitroomURL is waitroom's public URL: the claim link is it and the
+	// event's claim_path when the event has no claim_url.
+	WaitroomURL string
+	// Location is the time zone of claim-by times (nil: time.Local).
+	Location *time.Location
+}
+
 // Receiver is the webhook endpoint.
 type Receiver struct {
 	wh       *standardwebhooks.Webhook
 	contacts map[string]string
 	send     Sender
-	link     string
+	opts     Options
 
 	mu   sync.Mutex
 	seen map[string]time.Time // webhook-ids acted on, or being acted on
 }
 
 // NewReceiver returns the endpoint: it checks each request's signature with
-// wh, and on session.admitted sends a message through send.
-func NewReceiver(wh *standardwebhooks.Webhook, contacts map[string]string, send Sender, link string) *Receiver {
-	return &Receiver{wh: wh, contacts: contacts, send: send, link: link, seen: map[string]time.Time{}}
+// wh, and on session.near, session.invited and session.admitted sends a
+// message through send.
+func NewReceiver(wh *standardwebhooks.Webhook, contacts map[string]string, send Sender, opts Options) *Receiver {
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	return &Receiver{wh: wh, contacts: contacts, send: send, opts: opts, seen: map[string]time.Time{}}
 }
 
 // event is the part of a webhook body this receiver reads.
 type event struct {
 	Type string `json:"type"`
 	Data struct {
-		Room   string `json:"room"`
-		Ticket int64  `json:"ticket"`
-		Key    string `json:"key"`
+		Room      string    `json:"room"`
+		Ticket    int64     `json:"ticket"`
+		Key       string    `json:"key"`
+		Contact   string    `json:"contact"`    // a held place's
+		Position  int64     `json:"position"`   // session.near
+		ClaimBy   time.Time `json:"claim_by"`   // session.invited
+		ClaimPath string    `json:"claim_path"` // session.invited
+		ClaimURL  string    `json:"claim_url"`  // session.invited, from a server with --public-url
 	} `json:"data"`
 }
 
@@ -179,11 +217,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad JSON", http.StatusBadRequest)
 		return
 	}
-	to := ""
-	if ev.Type == "session.admitted" {
-		to = rc.contact(ev.Data.Key)
-	}
-	if to == "" {
+	to := rc.contact(cmp.Or(ev.Data.Contact, ev.Data.Key))
+	subject, text := rc.message(ev)
+	if to == "" || text == "" {
 		w.WriteHeader(http.StatusNoContent) // nothing to do: a 2xx, so it is not sent again
 		return
 	}
@@ -192,11 +228,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent) // told already (or being told)
 		return
 	}
-	text := fmt.Sprintf("It is your turn in %s (ticket #%d).", ev.Data.Room, ev.Data.Ticket)
-	if rc.link != "" {
-		text += " Go to " + rc.link + " now."
-	}
-	if err := rc.send.Send(r.Context(), to, "Your turn has come", text); err != nil {
+	if err := rc.send.Send(r.Context(), to, subject, text); err != nil {
 		rc.release(id)
 		log.Printf("sending to %s: %v", to, err)
 		// Any status but 2xx makes waitroom try again later.
@@ -204,6 +236,45 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// message is what to tell the person of ev: "" for an event that tells
+// nothing.
+func (rc *Receiver) message(ev event) (subject, text string) {
+	d := ev.Data
+	switch ev.Type {
+	case "session.near":
+		text = fmt.Sprintf("You're nearly there: position %d in line for %s.", d.Position, d.Room)
+		switch {
+		case d.Contact != "":
+			text += " We will send you a link when it is your turn."
+		case rc.opts.Link != "":
+			text += " Keep " + rc.opts.Link + " open so you do not lose your place."
+		}
+		return "You're nearly there", text
+	case "session.invited":
+		text = fmt.Sprintf("It's your turn in %s: claim your place", d.Room)
+		if !d.ClaimBy.IsZero() {
+			text += " by " + d.ClaimBy.In(rc.opts.Location).Format("15:04 MST")
+		}
+		link := d.ClaimURL
+		if link == "" && rc.opts.WaitroomURL != "" && strings.HasPrefix(d.ClaimPath, "/") {
+			link = rc.opts.WaitroomURL + d.ClaimPath
+		}
+		if link == "" {
+			return "It's your turn", text + "."
+		}
+		// The link last, with nothing after it that a mail client could
+		// take for part of it.
+		return "It's your turn", text + " at " + link
+	case "session.admitted":
+		text = fmt.Sprintf("It is your turn in %s (ticket #%d).", d.Room, d.Ticket)
+		if rc.opts.Link != "" {
+			text += " Go to " + rc.opts.Link + " now."
+		}
+		return "Your turn has come", text
+	}
+	return "", ""
 }
 
 var phone = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
