@@ -188,17 +188,11 @@ func (s *Store) withLoaded(name string, f func(r *room)) {
 // they are near (waitroom.Change.Near), so a restart does not tell them
 // again. Tickets that are not live sessions of the room are ignored.
 func (s *Store) RestoreNear(name string, tickets []int64) {
-	s.mu.Lock()
-	r := s.rooms[name]
-	s.mu.Unlock()
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, t := range tickets {
-		if p := r.lookup(t); p != nil {
-			p.near = true
+	s.withLoaded(name, func(r *room) {
+		for _, t := range tickets {
+			if p := r.lookup(t); p != nil {
+				p.near = true
+			}
 		}
-	}
+	})
 }

@@ -50,10 +50,8 @@ type claimData struct {
 // claimPage: GET /claim/{room}/{id}. It only reads the session.
 func (h *Handler) claimPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	lang := pickLanguage(r.Header.Get("Accept-Language"))
-	room := r.PathValue("room")
-	if !waitroom.ValidRoomName(room) {
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	lang, room, ok := h.pageRoom(w, r)
+	if !ok {
 		return
 	}
 	now := h.clock.Now()
@@ -72,10 +70,8 @@ func (h *Handler) claimPage(w http.ResponseWriter, r *http.Request) {
 // invited gets its page again: 409 while it waits, 410 once it ended.
 func (h *Handler) claim(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	lang := pickLanguage(r.Header.Get("Accept-Language"))
-	room := r.PathValue("room")
-	if !waitroom.ValidRoomName(room) {
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	lang, room, ok := h.pageRoom(w, r)
+	if !ok {
 		return
 	}
 	now := h.clock.Now()

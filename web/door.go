@@ -68,10 +68,8 @@ const maxDoorForm = 8 << 10
 // redeemed) leaves that one for the new.
 func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	lang := pickLanguage(r.Header.Get("Accept-Language"))
-	room := r.PathValue("room")
-	if !waitroom.ValidRoomName(room) {
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	lang, room, ok := h.pageRoom(w, r)
+	if !ok {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxDoorForm)

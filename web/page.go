@@ -277,10 +277,8 @@ func refreshSeconds(cfg waitroom.RoomConfig) int {
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	// Every answer, redirects included, is one visitor's and may set a cookie.
 	w.Header().Set("Cache-Control", "no-store")
-	lang := pickLanguage(r.Header.Get("Accept-Language"))
-	room := r.PathValue("room")
-	if !waitroom.ValidRoomName(room) {
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	lang, room, ok := h.pageRoom(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
@@ -336,10 +334,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 // else joins anew. Either way the browser is sent back to the page.
 func (h *Handler) rejoin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	lang := pickLanguage(r.Header.Get("Accept-Language"))
-	room := r.PathValue("room")
-	if !waitroom.ValidRoomName(room) {
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+	lang, room, ok := h.pageRoom(w, r)
+	if !ok {
 		return
 	}
 	if h.door != nil {
@@ -480,4 +476,17 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, lang *Messages,
 	htmlHeaders(w, lang, p.Nonce)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// pageRoom starts a page handler: the visitor's language and the room
+// named in the path, or, for a name no room can have, the error page
+// already answered (ok false).
+func (h *Handler) pageRoom(w http.ResponseWriter, r *http.Request) (lang *Messages, room string, ok bool) {
+	lang = pickLanguage(r.Header.Get("Accept-Language"))
+	room = r.PathValue("room")
+	if !waitroom.ValidRoomName(room) {
+		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+		return lang, room, false
+	}
+	return lang, room, true
 }

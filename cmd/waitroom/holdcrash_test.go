@@ -71,19 +71,7 @@ func TestHeldPlacesSurviveKill(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	for cycle := range 2 {
-		stop := time.Now().Add(1500 * time.Millisecond)
-		done := make(chan struct{})
-		go func() { load(stop.Add(100 * time.Millisecond)); close(done) }()
-		time.Sleep(time.Until(stop.Add(-time.Duration(rand.N(500)) * time.Millisecond)))
-		p.kill(t)
-		p = startProcess(t, bin, data, flags...)
-		nc := newCrashClient(p.url, token)
-		waitReady(t, nc, 30*time.Second)
-		cur.Store(nc)
-		<-done
-		t.Logf("cycle %d: killed under load and restarted", cycle+1)
-	}
+	p = killUnderLoad(t, 2, p, bin, data, flags, token, &cur, load)
 	c = cur.Load()
 	time.Sleep(1500 * time.Millisecond) // windows pass and claimed sessions idle out
 	// Freeze the room, so the states read below are final: no more
@@ -94,22 +82,7 @@ func TestHeldPlacesSurviveKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.flaky.Store(false)
-	drain := func() waitroom.HookStats {
-		t.Helper()
-		var stats waitroom.HookStats
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			hs, err := c.Webhooks(ctx(t), "held")
-			if err == nil && len(hs) == 1 {
-				stats = hs[0].Stats
-				if stats.Pending == 0 {
-					return stats
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("outbox not empty 60s after the last kill: %+v, %v", stats, err)
-			}
-		}
-	}
+	drain := func() waitroom.HookStats { return drainHooks(t, c, "held") }
 	drain()
 	states := make(map[string]waitroom.Session, len(ids))
 	for _, id := range ids {

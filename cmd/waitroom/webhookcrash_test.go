@@ -171,41 +171,14 @@ func TestWebhooksSurviveKill(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	for cycle := range 3 {
-		stop := time.Now().Add(1500 * time.Millisecond)
-		done := make(chan struct{})
-		go func() { load(stop.Add(100 * time.Millisecond)); close(done) }()
-		time.Sleep(time.Until(stop.Add(-time.Duration(rand.N(500)) * time.Millisecond)))
-		p.kill(t)
-		p = startProcess(t, bin, data, flags...)
-		nc := newCrashClient(p.url, token)
-		waitReady(t, nc, 30*time.Second)
-		cur.Store(nc)
-		<-done
-		t.Logf("cycle %d: killed under load and restarted", cycle+1)
-	}
+	p = killUnderLoad(t, 3, p, bin, data, flags, token, &cur, load)
 	c = cur.Load()
 	// Let the last sessions end (idle after 1s) so their events are due
 	// too, then bring the receiver up for good and wait for the outbox to
 	// empty.
 	time.Sleep(1500 * time.Millisecond)
 	rc.flaky.Store(false)
-	drain := func() waitroom.HookStats {
-		t.Helper()
-		var stats waitroom.HookStats
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			hs, err := c.Webhooks(ctx(t), "hooked")
-			if err == nil && len(hs) == 1 {
-				stats = hs[0].Stats
-				if stats.Pending == 0 {
-					return stats
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("outbox not empty 60s after the last kill: %+v, %v", stats, err)
-			}
-		}
-	}
+	drain := func() waitroom.HookStats { return drainHooks(t, c, "hooked") }
 	drain()
 	// Read every session the store holds: a read ends what is due (an
 	// idle session), so the states read are final for this check, and
@@ -265,4 +238,45 @@ func TestWebhooksSurviveKill(t *testing.T) {
 	}
 	t.Logf("%d acknowledged joins; %d events delivered (%d sessions), %d repeated deliveries (same webhook-id, after a kill), %d tries refused by the flaky receiver; endpoint stats %+v",
 		acked, n, len(by), repeats, refused, stats)
+}
+
+// drainHooks waits (up to 60s) until room's one webhook has nothing
+// pending, and returns its stats.
+func drainHooks(t *testing.T, c *client.Client, room string) waitroom.HookStats {
+	t.Helper()
+	var stats waitroom.HookStats
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		hs, err := c.Webhooks(ctx(t), room)
+		if err == nil && len(hs) == 1 {
+			stats = hs[0].Stats
+			if stats.Pending == 0 {
+				return stats
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox not empty 60s after the last kill: %+v, %v", stats, err)
+		}
+	}
+}
+
+// killUnderLoad runs load for 1.6s and kills the server with SIGKILL at a
+// random moment in its last half second, cycles times, restarting it each
+// time and pointing cur at the new process; it returns the last process.
+func killUnderLoad(t *testing.T, cycles int, p *process, bin, data string, flags []string, token string,
+	cur *atomic.Pointer[client.Client], load func(until time.Time)) *process {
+	t.Helper()
+	for cycle := range cycles {
+		stop := time.Now().Add(1500 * time.Millisecond)
+		done := make(chan struct{})
+		go func() { load(stop.Add(100 * time.Millisecond)); close(done) }()
+		time.Sleep(time.Until(stop.Add(-time.Duration(rand.N(500)) * time.Millisecond)))
+		p.kill(t)
+		p = startProcess(t, bin, data, flags...)
+		nc := newCrashClient(p.url, token)
+		waitReady(t, nc, 30*time.Second)
+		cur.Store(nc)
+		<-done
+		t.Logf("cycle %d: killed under load and restarted", cycle+1)
+	}
+	return p
 }
