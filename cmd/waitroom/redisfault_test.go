@@ -494,16 +494,24 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 
 // TestRedisUnreachableTenSeconds makes Redis unreachable for 10 s under
 // load, once stopped (connections refused) and once frozen with SIGSTOP
-// (connections hang): the API and /readyz answer 503 unavailable
+// (connections hang; 18 s, see below): the API and /readyz answer 503 unavailable
 // meanwhile (fail closed), service resumes once Redis is back, nothing
 // acknowledged is lost and the invariants hold.
 func TestRedisUnreachableTenSeconds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real redis-server and waitroom processes; skipped with -short")
 	}
-	const outage = 10 * time.Second
 	for _, frozen := range []bool{false, true} {
 		name := map[bool]string{false: "stopped", true: "frozen"}[frozen]
+		// A frozen Redis holds each call until its timeouts, so its 503
+		// comes near faultAnswerBound; the outage lasts that bound and
+		// 10 s more, so a verdict of "answered within the outage" holds
+		// on a machine whose CPUs are saturated (a 10 s outage left 2 s,
+		// and a busy CI machine answered one probe after it).
+		outage := 10 * time.Second
+		if frozen {
+			outage = faultAnswerBound + 10*time.Second
+		}
 		t.Run(name, func(t *testing.T) {
 			r := newFaultRig(t, aofAlways, 2)
 			stop := r.load()
