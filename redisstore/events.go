@@ -528,10 +528,28 @@ func (l *listener) deliver(channel, payload string) {
 	s.subs.publish(e)
 }
 
+// resyncFor bounds how long resync tries to read a room.
+const resyncFor = 30 * time.Second
+
 // resync delivers a synthetic event for room with its current totals, after
 // a subscription was re-established: events may have been missed.
+// A read that fails (a Redis that just came back may still be loading its
+// data) is tried again for up to resyncFor, since consumers that miss the
+// hint never learn to read again.
 func (s *Store) resync(ctx context.Context, room string) {
-	r, err := s.run(ctx, "room", room, 0)
+	var r result
+	var err error
+	for wait, until := 50*time.Millisecond, time.Now().Add(resyncFor); ; wait = min(2*wait, time.Second) {
+		r, err = s.run(ctx, "room", room, 0)
+		if err == nil || time.Now().After(until) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 	if err != nil || r.status != "ok" {
 		return
 	}
