@@ -180,15 +180,20 @@ func FuzzRoomName(f *testing.F) {
 }
 
 func FuzzCheckKey(f *testing.F) {
-	for _, s := range []string{"u1", "", " ", "a\x00", "\x7f", "\u0085", "\ufffd", "\xff", "日本", strings.Repeat("k", 256), strings.Repeat("k", 257)} {
+	for _, s := range []string{"u1", "", " ", "a\x00", "\x7f", "\u0085", "\ufffd", "\xff", "日本", strings.Repeat("k", 256), strings.Repeat("k", 257),
+		"a\u202eb", "a\u200bb", "a\u00a0b", "\u3164", "\ufe0f", "\U000e0020", "\ufdd0", "\ue000", "e\u0301"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		// The rule, written independently: 1..MaxKeyLen bytes of valid
-		// UTF-8, no control characters and no replacement character.
+		// UTF-8 of graphic characters (no controls, format characters or
+		// unassigned code points), the only space the ASCII one, and none
+		// that shows nothing (default ignorable, blank braille) or stands
+		// for invalid input (the replacement character).
 		want := len(key) >= 1 && len(key) <= waitroom.MaxKeyLen && utf8.ValidString(key)
 		for _, r := range key {
-			if unicode.IsControl(r) || r == utf8.RuneError {
+			if r != ' ' && (!unicode.IsGraphic(r) || unicode.Is(unicode.Zs, r)) || r == utf8.RuneError || r == '\u2800' ||
+				unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r) {
 				want = false
 			}
 		}

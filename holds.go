@@ -51,17 +51,15 @@ func (c RoomConfig) validateHolds() error {
 }
 
 // CheckContact returns a CodeInvalidRequest error unless contact is 1 to
-// MaxContactLen bytes of printable UTF-8. U+FFFD is refused as CheckKey
-// refuses it: JSON decoding makes it of invalid UTF-8, which must not be
-// stored as if it were what was sent.
+// MaxContactLen bytes of valid UTF-8 that Printable accepts, the rule of
+// CheckKey (no control, format, invisible or non-ASCII space characters,
+// no U+FFFD).
 func CheckContact(contact string) error {
 	if contact == "" || len(contact) > MaxContactLen || !utf8.ValidString(contact) {
 		return Errorf(CodeInvalidRequest, "A contact is 1 to %d bytes of UTF-8 text.", MaxContactLen)
 	}
-	for _, r := range contact {
-		if r < 0x20 || r == 0x7f || r == 0xfffd || (r >= 0x80 && r < 0xa0) {
-			return Errorf(CodeInvalidRequest, "A contact must be printable text, without control characters.")
-		}
+	if !Printable(contact) {
+		return Errorf(CodeInvalidRequest, "A contact must be printable text: letters, marks, numbers, punctuation, symbols and the ASCII space, without control, format, invisible or other separator characters.")
 	}
 	return nil
 }

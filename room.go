@@ -437,15 +437,14 @@ func CheckRoomName(name string) error {
 }
 
 // CheckKey returns a CodeInvalidKey error unless key is 1 to MaxKeyLen bytes
-// of valid UTF-8 with no control characters.
+// of valid UTF-8 that Printable accepts: no control, format (bidi, zero
+// width), invisible or non-ASCII space characters, no U+FFFD.
 func CheckKey(key string) error {
 	if key == "" || len(key) > MaxKeyLen {
 		return Errorf(CodeInvalidKey, "A key is 1 to %d bytes.", MaxKeyLen)
 	}
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f || r == 0xfffd || (r >= 0x80 && r < 0xa0) {
-			return Errorf(CodeInvalidKey, "A key must be printable UTF-8 text.")
-		}
+	if !Printable(key) {
+		return Errorf(CodeInvalidKey, "A key must be printable UTF-8 text: letters, marks, numbers, punctuation, symbols and the ASCII space, without control, format, invisible or other separator characters.")
 	}
 	return nil
 }

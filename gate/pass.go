@@ -14,9 +14,16 @@ import (
 // DefaultIssuer is the iss claim of passes when Config.Issuer is empty.
 const DefaultIssuer = "waitroom"
 
-// Leeway is the clock skew allowed when checking a pass's times. It is
-// small: a pass lives minutes, and revocation is checked separately.
-const Leeway = 5 * time.Second
+// Leeway is the clock skew allowed when checking a pass's times: its exp
+// (a pass is refused once now is Leeway past it) and its iat (a pass
+// stamped up to Leeway in the future is taken). Passes are signed by one
+// waitroom process and checked by another, or by an app with Verify, on
+// hosts whose clocks NTP keeps within milliseconds of each other; one
+// second covers a host whose clock has drifted a little without letting
+// an expired pass live on noticeably. It is not a grace period: a pass's
+// exp is already rounded down to the whole second when it is signed, and
+// the gate renews passes long before they expire.
+const Leeway = time.Second
 
 // MaxPassLength is the longest token accepted; anything longer is refused
 // before parsing, since no pass this package signs comes near it.

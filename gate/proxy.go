@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -88,11 +90,43 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cb, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok && cb.failed.Load() {
+				// The client broke its body (it ended early, or its chunks
+				// are not chunks): its fault, not the app's.
+				writeError(w, http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request's body could not be read: it ended before its length, or its chunked encoding is malformed.")
+				return
+			}
 			g.log.Warn("gate: upstream failed", "err", err)
 			writeError(w, http.StatusBadGateway, waitroom.CodeUnavailable, "The protected app did not answer.")
 		},
 	}
-	return g.enforce(cfg.Room, newBypass(cfg.Bypass), rp, false), nil
+	proxied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			cb := &clientBody{ReadCloser: r.Body}
+			r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, cb))
+			r.Body = cb
+		}
+		rp.ServeHTTP(w, r)
+	})
+	return g.enforce(cfg.Room, newBypass(cfg.Bypass), proxied, false), nil
+}
+
+// clientBody is a request body on its way to the protected app that
+// remembers whether reading it failed, so that the proxy can tell a body
+// the client broke from an app that failed.
+type clientBody struct {
+	io.ReadCloser
+	failed atomic.Bool
+}
+
+type clientBodyKey struct{}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	}
+	return n, err
 }
 
 // copyBuffers are the reverse proxy's buffers for copying response bodies.

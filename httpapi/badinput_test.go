@@ -110,7 +110,8 @@ func badInputs() []badInput {
 		// POST /v1/rooms/{room}/sessions/{id}/away
 		{name: "away: invalid id", method: "POST", path: "/v1/rooms/r/sessions/" + long + "/away", status: 400, code: waitroom.CodeInvalidSessionID},
 		{name: "away: unknown id", method: "POST", path: "/v1/rooms/r/sessions/{unknown}/away", status: 404, code: waitroom.CodeSessionNotFound},
-		{name: "away: forged id with a 2 MiB body", method: "POST", path: "/v1/rooms/r/sessions/{forged}/away", body: strings.Repeat("z", 2<<20), status: 404, code: waitroom.CodeSessionNotFound},
+		{name: "away: forged id with a 1 MiB body", method: "POST", path: "/v1/rooms/r/sessions/{forged}/away", body: strings.Repeat("z", 1<<20), status: 404, code: waitroom.CodeSessionNotFound},
+		{name: "away: a 2 MiB body", method: "POST", path: "/v1/rooms/r/sessions/{id}/away", body: strings.Repeat("z", 2<<20), status: 413, code: waitroom.CodeBodyTooLarge},
 		{name: "away: unknown room", method: "POST", path: "/v1/rooms/nope/sessions/{id}/away", status: 404, code: waitroom.CodeRoomNotFound},
 		{name: "away: wrong method", method: "PUT", path: "/v1/rooms/r/sessions/{id}/away", status: 405, code: waitroom.CodeMethodNotAllowed, allow: "POST"},
 

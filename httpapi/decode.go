@@ -33,6 +33,39 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return reqbody.Read(w, r, maxBody, bodyReadTimeout)
 }
 
+// limitBody refuses a request whose body is over maxBody with 413
+// body_too_large, and reports whether the request may go on to its
+// handler. A declared length over the limit is refused at once, unread
+// (and the connection closed after the answer); a body of unknown length
+// (chunked) is read here, up to the limit, and handed on from memory, as
+// every handler that reads a body reads it whole anyway.
+func (s *server) limitBody(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case r.ContentLength > maxBody:
+		w.Header().Set("Connection", "close")
+		s.writeError(w, r, reqbody.TooLarge(maxBody))
+		return false
+	case r.ContentLength >= 0 || r.Body == nil || r.Body == http.NoBody:
+		// Declared within the limit: net/http reads no more than that.
+		return true
+	}
+	b, err := readBody(w, r)
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		s.writeError(w, r, err)
+		return false
+	}
+	// Streams must not inherit the deadline of the body's read.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	r.ContentLength = int64(len(b))
+	if len(b) == 0 {
+		r.Body = http.NoBody
+	} else {
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	return true
+}
+
 // discardBody reads and drops at most maxBody bytes, for endpoints that
 // accept any body (sendBeacon) but have no use for it. Reading it lets the
 // connection be reused.

@@ -245,6 +245,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = hdrNoStore
 	h["X-Content-Type-Options"] = hdrNoSniff
 
+	// The body limit holds on every route, before any handler runs, so a
+	// handler that never reads bodies cannot let one over it through.
+	if !s.limitBody(rw, r) {
+		return
+	}
+
 	// ServeMux sets r.Pattern and the path values on r itself, so observe
 	// sees the route afterwards. A request no pattern matches gets the
 	// stock mux's 404 or 405, which responseWriter holds back (see stock)

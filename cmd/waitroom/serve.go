@@ -29,6 +29,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/clientaddr"
+	"github.com/waitroom/waitroom/connguard"
 	"github.com/waitroom/waitroom/connlimit"
 	"github.com/waitroom/waitroom/console"
 	"github.com/waitroom/waitroom/door"
@@ -548,6 +549,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		logger.Info("connections capped", "max", n)
 	}
+	// Outermost, so that the server's ConnState sees the guarded
+	// connections: every request head is checked before net/http reads it
+	// (package connguard).
+	ln = connguard.Guard(srv, ln)
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
 	if cfg.demo {
 		base := "http://" + browsable(ln.Addr())

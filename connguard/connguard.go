@@ -1,0 +1,997 @@
+// Package connguard checks every HTTP/1.x request head on a server's
+// connections before net/http reads it, and answers the requests net/http
+// must not serve, or would refuse in plain text, itself: in the API's JSON
+// error shape ({"error":{"code":"…","message":"…"}}), with Connection:
+// close, after which the connection is closed, so no byte after a refused
+// head is ever read as a request.
+//
+// It refuses:
+//   - a request framed two ways, with both Content-Length and
+//     Transfer-Encoding, or with Transfer-Encoding in HTTP/1.0 (request
+//     smuggling: RFC 9112 §6.1 says to close such a connection; net/http
+//     reads the first as chunked and keeps the connection): 400
+//     invalid_request;
+//   - a transfer coding other than chunked (net/http: 501 in text): 400
+//     invalid_request;
+//   - a malformed request line, target, header, Host or Content-Length, a
+//     missing Host, an HTTP version other than 1.0 and 1.1 (net/http: 400
+//     or 505 in text): 400 invalid_request;
+//   - a head (request line and headers) over the server's MaxHeaderBytes
+//     (net/http: 431 in text): 431 header_too_large;
+//   - an Expect other than 100-continue (net/http: 417, empty): 417
+//     expectation_failed.
+//
+// To find each head it follows the framing of the requests before it
+// (Content-Length, or chunked up to its trailer), as net/http does, and it
+// hands bytes on only once their head is checked. A request in flight is
+// answered first: the refusal goes out when net/http comes to read the
+// refused head, and the guard never writes while net/http may. Once a
+// handler takes the connection over (Hijack: WebSocket, event streams) the
+// guard steps aside.
+//
+// Use Guard on the server's listener; it installs the http.Server's
+// ConnState hook it needs.
+package connguard
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Codes of the answers that have no code in package waitroom: they come
+// from the transport, never from a handler.
+const (
+	// CodeHeaderTooLarge is the 431 of a request head over the limit.
+	CodeHeaderTooLarge waitroom.Code = "header_too_large"
+	// CodeExpectationFailed is the 417 of an Expect other than
+	// 100-continue.
+	CodeExpectationFailed waitroom.Code = "expectation_failed"
+)
+
+// Guard returns ln with every connection it accepts guarded, for srv: heads
+// are limited to srv.MaxHeaderBytes (net/http's default when 0), a head
+// that started arriving must be whole within srv.ReadHeaderTimeout (when
+// set), and srv.ConnState is set to tell the guard when a request is in
+// flight, calling the hook srv had before.
+func Guard(srv *http.Server, ln net.Listener) net.Listener {
+	l := &Listener{Listener: ln, maxHead: srv.MaxHeaderBytes, headTimeout: srv.ReadHeaderTimeout}
+	if l.maxHead <= 0 {
+		l.maxHead = http.DefaultMaxHeaderBytes
+	}
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		ConnState(c, s)
+		if prev != nil {
+			prev(c, s)
+		}
+	}
+	return l
+}
+
+// Listener guards the connections it accepts. Its server must call
+// ConnState for them (Guard sets it up).
+type Listener struct {
+	net.Listener
+	maxHead     int
+	headTimeout time.Duration
+}
+
+// Accept returns the next connection, guarded.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Conn: c, maxHead: l.maxHead, headTimeout: l.headTimeout, wake: make(chan struct{}, 1)}, nil
+}
+
+// ConnState tells a guarded connection what net/http is doing with it; it
+// is the http.Server.ConnState hook (Guard installs it). Other connections
+// are ignored.
+func ConnState(c net.Conn, s http.ConnState) {
+	g, ok := c.(*conn)
+	if !ok {
+		return
+	}
+	switch s {
+	case http.StateActive:
+		g.active.Store(true)
+	case http.StateIdle:
+		g.active.Store(false)
+	case http.StateHijacked:
+		g.hijacked.Store(true)
+	default:
+		return
+	}
+	g.signal()
+}
+
+// stage is where a connection's byte stream is.
+type stage uint8
+
+const (
+	stageHead      stage = iota // a request head (or leading blank lines) next
+	stageBody                   // left bytes of a Content-Length body
+	stageChunkSize              // a chunk-size line
+	stageChunkData              // left bytes of a chunk's data
+	stageChunkEnd               // the CRLF after a chunk's data
+	stageTrailer                // the trailer section after the last chunk
+	stagePass                   // not HTTP any more (hijacked): everything goes through
+	stageCut                    // a body net/http cannot read either: nothing more
+	stageRefused                // a refused head: answer it, then close
+)
+
+// Limits of chunked framing, those of net/http.
+const (
+	maxChunkLine = 4096 // a chunk-size line, extensions included
+	maxTrailer   = 4096 // the trailer section
+)
+
+// Timing of an answer: the longest its write may take, and how the
+// connection lingers after it (see linger).
+const (
+	answerTimeout = 5 * time.Second
+	lingerTimeout = time.Second
+	lingerQuiet   = 100 * time.Millisecond
+	lingerBytes   = 256 << 10
+)
+
+// bufSize is the size of the pooled read buffers.
+const bufSize = 4 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+// conn is a guarded connection. Its read side is used by one reader at a
+// time (net/http's, or a hijacker's); ConnState, deadlines and Close may
+// come from other goroutines.
+type conn struct {
+	net.Conn
+	maxHead     int
+	headTimeout time.Duration
+
+	// The read side. buf[r:w] are bytes read and not yet handed on, of
+	// which the first ok are checked and may be.
+	pooled   *[]byte
+	buf      []byte
+	r, w, ok int
+	stage    stage
+	left     int64     // bytes left of a body or a chunk's data
+	scanned  int       // bytes after the first line of a head known to hold no blank line
+	afterPOS bool      // the last request was a POST: net/http skips up to 4 CR or LF before the next
+	started  time.Time // when net/http first waited for the rest of this head
+
+	active, hijacked atomic.Bool
+
+	mu      sync.Mutex
+	wake    chan struct{}
+	readDL  time.Time // the read deadline net/http set
+	closed  bool
+	refusal []byte // the answer of the refused head
+	answer  bool   // net/http came to read the refused head: answer it on Close
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetDeadline and SetReadDeadline record the read deadline, which a
+// reader waiting for a request in flight to end honours.
+// They hold mu while they pass the deadline on, so that fill's own head
+// deadline never overrides a later one of net/http's.
+func (c *conn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDL = t
+	err := c.Conn.SetDeadline(t)
+	c.mu.Unlock()
+	c.signal()
+	return err
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDL = t
+	err := c.Conn.SetReadDeadline(t)
+	c.mu.Unlock()
+	c.signal()
+	return err
+}
+
+// CloseWrite closes the write side when the connection can (net/http
+// does, to let a client read an answer before the close).
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// Close answers a refused head net/http came to read, then closes.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	answer, refusal := c.answer, c.refusal
+	c.answer, c.closed = false, true
+	c.mu.Unlock()
+	c.signal()
+	if answer {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(answerTimeout))
+		if _, err := c.Conn.Write(refusal); err == nil {
+			c.linger()
+		}
+	}
+	return c.Conn.Close()
+}
+
+// linger lets the client read the answer before the close: a close with
+// bytes of the client's unread would reset the connection, and a client
+// may drop what it had not read yet. It closes the write side when it can,
+// then reads and drops what comes, until the client closes, is quiet for
+// lingerQuiet, or lingerTimeout or lingerBytes are reached.
+func (c *conn) linger() {
+	_ = c.CloseWrite()
+	buf := make([]byte, 4096)
+	end := time.Now().Add(lingerTimeout)
+	for n := 0; n < lingerBytes; {
+		dl := time.Now().Add(lingerQuiet)
+		if end.Before(dl) {
+			dl = end
+		}
+		_ = c.Conn.SetReadDeadline(dl)
+		m, err := c.Conn.Read(buf)
+		n += m
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Read hands on the bytes of checked requests.
+func (c *conn) Read(p []byte) (int, error) {
+	for {
+		if c.ok > 0 {
+			n := copy(p, c.buf[c.r:c.r+c.ok])
+			c.r += n
+			c.ok -= n
+			c.release()
+			return n, nil
+		}
+		if c.hijacked.Load() && c.stage != stagePass {
+			c.stage = stagePass
+		}
+		switch c.stage {
+		case stagePass:
+			if c.w > c.r {
+				c.ok = c.w - c.r
+				continue
+			}
+			return c.Conn.Read(p)
+		case stageCut:
+			return 0, io.EOF
+		case stageRefused:
+			if err := c.waitRefused(); err != nil {
+				return 0, err
+			}
+			continue
+		case stageBody, stageChunkData:
+			if c.w == c.r && len(p) > 0 {
+				// Nothing buffered: the body goes straight through.
+				n, err := c.Conn.Read(p[:min(int64(len(p)), c.left)])
+				c.left -= int64(n)
+				if c.left == 0 {
+					c.endOfData()
+				}
+				return n, err
+			}
+		}
+		if c.advance() {
+			continue
+		}
+		if err := c.fill(); err != nil {
+			if errors.Is(err, io.EOF) && c.stage == stageHead && c.w > c.r && !c.blankOnly() {
+				// The client ended in the middle of a head: net/http
+				// would answer 400 in text.
+				c.refuse(http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request ended before its head did.")
+				continue
+			}
+			return 0, err
+		}
+	}
+}
+
+// blankOnly reports whether the unchecked bytes are CR and LF only.
+func (c *conn) blankOnly() bool {
+	for _, b := range c.buf[c.r+c.ok : c.w] {
+		if b != '\r' && b != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// release gives the buffer back once it holds nothing: an idle connection
+// (or an event stream's) keeps no buffer.
+func (c *conn) release() {
+	if c.r < c.w || c.pooled == nil {
+		return
+	}
+	if cap(c.buf) == bufSize {
+		bufPool.Put(c.pooled)
+	}
+	c.pooled, c.buf, c.r, c.w, c.ok = nil, nil, 0, 0, 0
+}
+
+// fill reads more from the connection into the buffer, growing it for a
+// head that does not fit. A head net/http waits for must be whole within
+// headTimeout of when its first bytes came.
+func (c *conn) fill() error {
+	if c.pooled == nil {
+		c.pooled = bufPool.Get().(*[]byte)
+		c.buf, c.r, c.w = *c.pooled, 0, 0
+	}
+	if c.r > 0 && (c.w == len(c.buf) || c.r == c.w) {
+		copy(c.buf, c.buf[c.r:c.w])
+		c.w -= c.r
+		c.r = 0
+	}
+	if c.w == len(c.buf) {
+		// Only a head (or a trailer, or a chunk-size line) grows it, to
+		// little more than the most it may be: past that it is refused.
+		size := min(2*len(c.buf), max(c.maxHead, maxTrailer)+bufSize)
+		if size <= len(c.buf) {
+			size = len(c.buf) + bufSize
+		}
+		grown := make([]byte, size)
+		copy(grown, c.buf[:c.w])
+		c.buf, c.pooled = grown, &grown
+	}
+	if c.stage == stageHead && c.headTimeout > 0 && c.w > c.r && !c.active.Load() {
+		// net/http would have started its ReadHeaderTimeout on the first
+		// bytes it saw; it sees none before the head is whole.
+		if c.started.IsZero() {
+			c.started = time.Now()
+		}
+		until := c.started.Add(c.headTimeout)
+		c.mu.Lock()
+		if c.readDL.IsZero() || until.Before(c.readDL) {
+			_ = c.Conn.SetReadDeadline(until)
+			defer func() {
+				c.mu.Lock()
+				_ = c.Conn.SetReadDeadline(c.readDL)
+				c.mu.Unlock()
+			}()
+		}
+		c.mu.Unlock()
+	}
+	n, err := c.Conn.Read(c.buf[c.w:])
+	c.w += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// advance checks what it can of the unchecked bytes, making them ready to
+// hand on or refusing them; it reports whether anything changed.
+func (c *conn) advance() bool {
+	data := c.buf[c.r+c.ok : c.w]
+	switch c.stage {
+	case stageHead:
+		return c.head(data)
+	case stageBody, stageChunkData:
+		n := int(min(int64(len(data)), c.left))
+		c.ok += n
+		c.left -= int64(n)
+		if c.left == 0 {
+			c.endOfData()
+		}
+		return n > 0
+	case stageChunkSize:
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(data) >= maxChunkLine+2 {
+				c.stage = stageCut
+				return true
+			}
+			return false
+		}
+		size, ok := chunkSize(data[:i+1])
+		if !ok || size > math.MaxInt64 {
+			// (net/http would wait for exabytes.)
+			c.stage = stageCut
+			return true
+		}
+		c.ok += i + 1
+		if size == 0 {
+			c.stage = stageTrailer
+		} else {
+			c.stage, c.left = stageChunkData, int64(size)
+		}
+		return true
+	case stageChunkEnd:
+		if len(data) < 2 {
+			return false
+		}
+		if data[0] != '\r' || data[1] != '\n' {
+			c.stage = stageCut
+			return true
+		}
+		c.ok += 2
+		c.stage = stageChunkSize
+		return true
+	case stageTrailer:
+		n, ok := trailerEnd(data)
+		switch {
+		case !ok:
+			c.stage = stageCut
+			return true
+		case n == 0:
+			return false
+		}
+		c.ok += n
+		c.stage = stageHead
+		return true
+	}
+	return false
+}
+
+// endOfData moves on from a body, or from a chunk's data, all handed on.
+func (c *conn) endOfData() {
+	if c.stage == stageBody {
+		c.stage = stageHead
+	} else {
+		c.stage = stageChunkEnd
+	}
+}
+
+// chunkSize parses a chunk-size line (with its CRLF) as net/http does:
+// hexadecimal digits (at most 16), optional blanks and extensions, the line
+// ending in CRLF with no other CR.
+func chunkSize(line []byte) (uint64, bool) {
+	if len(line) < 2 || line[len(line)-2] != '\r' || bytes.IndexByte(line, '\r') != len(line)-2 || len(line)-2 >= maxChunkLine {
+		return 0, false
+	}
+	line = line[:len(line)-2]
+	for len(line) > 0 && (line[len(line)-1] == ' ' || line[len(line)-1] == '\t') {
+		line = line[:len(line)-1]
+	}
+	line, _, _ = bytes.Cut(line, []byte(";"))
+	if len(line) == 0 || len(line) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, b := range line {
+		switch {
+		case '0' <= b && b <= '9':
+			b -= '0'
+		case 'a' <= b && b <= 'f':
+			b -= 'a' - 10
+		case 'A' <= b && b <= 'F':
+			b -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(b)
+	}
+	return n, true
+}
+
+// trailerEnd returns the length of the trailer section at the start of
+// data (its final CRLF included), 0 when more is needed, or false for one
+// net/http might read otherwise: over maxTrailer, or with a line that does
+// not end in CRLF.
+func trailerEnd(data []byte) (int, bool) {
+	if len(data) >= 2 && data[0] == '\r' && data[1] == '\n' {
+		return 2, true
+	}
+	end := bytes.Index(data, []byte("\r\n\r\n"))
+	look := data
+	if end >= 0 {
+		look = data[:end+4]
+	}
+	for i, b := range look {
+		if b == '\n' && (i == 0 || look[i-1] != '\r') {
+			return 0, false
+		}
+	}
+	switch {
+	case end >= 0 && end+4 <= maxTrailer:
+		return end + 4, true
+	case end >= 0 || len(data) > maxTrailer:
+		return 0, false
+	}
+	return 0, true
+}
+
+// head checks the next head in data once it is whole.
+func (c *conn) head(data []byte) bool {
+	if c.afterPOS {
+		// After a POST net/http drops up to 4 leading CR or LF (old
+		// clients' stray CRLF), looking at 4 bytes.
+		k := 0
+		for k < len(data) && k < 4 && (data[k] == '\r' || data[k] == '\n') {
+			k++
+		}
+		if k == len(data) && k < 4 {
+			return false // not enough to know yet
+		}
+		c.afterPOS = false
+		c.ok += k
+		return true
+	}
+	end := c.headEnd(data)
+	if end < 0 {
+		if len(data) > c.maxHead {
+			c.refuse(http.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge,
+				"The request's head (its request line and headers) is over "+strconv.Itoa(c.maxHead)+" bytes.")
+			return true
+		}
+		return false
+	}
+	c.scanned, c.started = 0, time.Time{}
+	if end > c.maxHead {
+		c.refuse(http.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge,
+			"The request's head (its request line and headers) is over "+strconv.Itoa(c.maxHead)+" bytes.")
+		return true
+	}
+	v := check(data[:end])
+	if v.status != 0 {
+		c.refuse(v.status, v.code, v.msg)
+		return true
+	}
+	c.ok += end
+	c.afterPOS = v.post
+	switch {
+	case v.chunked:
+		c.stage = stageChunkSize
+	case v.length > 0:
+		c.stage, c.left = stageBody, v.length
+	}
+	return true
+}
+
+// headEnd returns the length of the head at the start of data, through the
+// blank line that ends it, or -1 while it is not whole. Lines end in LF,
+// with or without CR, as net/http reads them; the first line is the
+// request line, whatever it holds.
+func (c *conn) headEnd(data []byte) int {
+	first := bytes.IndexByte(data, '\n')
+	if first < 0 {
+		return -1
+	}
+	start := max(first+1, c.scanned)
+	for {
+		i := bytes.IndexByte(data[start:], '\n')
+		if i < 0 {
+			c.scanned = start
+			return -1
+		}
+		if i == 0 || (i == 1 && data[start] == '\r') {
+			return start + i + 1
+		}
+		start += i + 1
+	}
+}
+
+// refuse makes the head at hand the refused one.
+func (c *conn) refuse(status int, code waitroom.Code, msg string) {
+	c.stage = stageRefused
+	c.mu.Lock()
+	c.refusal = answer(status, code, msg)
+	c.mu.Unlock()
+}
+
+// waitRefused is a read of the refused head: io.EOF (and the answer on
+// Close) once no request is in flight, so that net/http closes the
+// connection; while one is, it waits like a read the client sends nothing
+// to, until the request ends, the read deadline (net/http's way to stop a
+// read) or the close. It returns nil when the connection was hijacked.
+func (c *conn) waitRefused() error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if c.hijacked.Load() {
+			c.stage = stagePass
+			return nil
+		}
+		c.mu.Lock()
+		closed, dl := c.closed, c.readDL
+		if !closed && !c.active.Load() {
+			c.answer = true
+			c.mu.Unlock()
+			return io.EOF
+		}
+		c.mu.Unlock()
+		if closed {
+			return net.ErrClosed
+		}
+		var expired <-chan time.Time
+		if !dl.IsZero() {
+			d := time.Until(dl)
+			if d <= 0 {
+				return os.ErrDeadlineExceeded
+			}
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			expired = timer.C
+		}
+		select {
+		case <-c.wake:
+		case <-expired:
+		}
+	}
+}
+
+// verdict is what check concluded about a head.
+type verdict struct {
+	// status, code and msg are the refusal; status 0 when the head is
+	// fine.
+	status int
+	code   waitroom.Code
+	msg    string
+	// The framing of a head that is fine.
+	chunked bool
+	length  int64
+	post    bool
+}
+
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+
+// check checks head, a whole request head: by fastCheck when it is a
+// plain one, else by slowCheck.
+func check(head []byte) verdict {
+	if v, ok := fastCheck(head); ok {
+		return v
+	}
+	return slowCheck(head)
+}
+
+// fastCheck checks a plain head without allocating: a request line of a
+// token method, an origin-form target of visible ASCII (valid %-escapes)
+// and HTTP/1.1 or HTTP/1.0, then "name: value" lines of a token name and a
+// value without control characters but tab, one valid Host (none allowed
+// in HTTP/1.0), at most one Content-Length of digits, and no
+// Transfer-Encoding or Expect. net/http accepts every such head and frames
+// its body by the Content-Length; for any other head ok is false and
+// slowCheck decides (FuzzFastCheck holds the two to the same answers).
+func fastCheck(head []byte) (v verdict, ok bool) {
+	line, rest := cutLine(head)
+	method, after, ok1 := bytes.Cut(line, []byte(" "))
+	target, version, ok2 := bytes.Cut(after, []byte(" "))
+	if !ok1 || !ok2 || len(method) == 0 || len(target) == 0 || target[0] != '/' {
+		return v, false
+	}
+	for _, b := range method {
+		if !tokenByte(b) {
+			return v, false
+		}
+	}
+	for i := 0; i < len(target); i++ {
+		b := target[i]
+		if b <= ' ' || b >= 0x7f {
+			return v, false
+		}
+		if b == '%' && (i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2])) {
+			return v, false
+		}
+	}
+	http11 := string(version) == "HTTP/1.1"
+	if !http11 && string(version) != "HTTP/1.0" {
+		return v, false
+	}
+	hosts, lengths := 0, 0
+	for {
+		line, rest = cutLine(rest)
+		if len(line) == 0 {
+			break // the blank line
+		}
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || len(name) == 0 {
+			return v, false
+		}
+		for _, b := range name {
+			if !tokenByte(b) {
+				return v, false
+			}
+		}
+		for _, b := range value {
+			if b < ' ' && b != '\t' || b == 0x7f {
+				return v, false
+			}
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case asciiEqualFold(name, "Host"):
+			hosts++
+			if !validHost(string(value)) {
+				return v, false
+			}
+		case asciiEqualFold(name, "Content-Length"):
+			lengths++
+			if len(value) == 0 || len(value) > 18 {
+				return v, false
+			}
+			var n int64
+			for _, b := range value {
+				if b < '0' || b > '9' {
+					return v, false
+				}
+				n = n*10 + int64(b-'0')
+			}
+			v.length = n
+		case asciiEqualFold(name, "Transfer-Encoding"), asciiEqualFold(name, "Expect"):
+			return v, false
+		}
+	}
+	if hosts > 1 || http11 && hosts == 0 || lengths > 1 {
+		return v, false
+	}
+	v.post = string(method) == http.MethodPost
+	return v, true
+}
+
+// cutLine cuts the first line off b, without its LF or CRLF.
+func cutLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return b, nil
+	}
+	line, rest = b[:i], b[i+1:]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, rest
+}
+
+func isHex(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
+}
+
+// slowCheck parses head with net/http's own parser, adds the checks
+// net/http's server makes, and refuses a head framed two ways.
+func slowCheck(head []byte) verdict {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(bytes.NewReader(head))
+	req, err := http.ReadRequest(br)
+	br.Reset(nil)
+	readers.Put(br)
+	bad := func(msg string) verdict {
+		return verdict{status: http.StatusBadRequest, code: waitroom.CodeInvalidRequest, msg: msg}
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "transfer encoding") { // unsupported, or too many
+			return bad("The only transfer coding accepted is chunked, alone.")
+		}
+		return bad("The request could not be parsed (" + clip(err.Error()) + ").")
+	}
+	// net/http's server: HTTP/1.x only (and the HTTP/2 preface, which a
+	// handler may take over), a valid Host required in HTTP/1.1, valid
+	// header names and values.
+	h2Preface := req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*"
+	if req.ProtoMajor != 1 && !h2Preface {
+		return bad("Only HTTP/1.0 and HTTP/1.1 are served here, not " + clip(req.Proto) + ".")
+	}
+	// (ReadRequest has taken Host out of the header, and Content-Length
+	// out when it is chunked: those come from the raw head.)
+	f := rawFields(head)
+	if req.ProtoAtLeast(1, 1) && f.hosts == 0 && !h2Preface && req.Method != http.MethodConnect {
+		return bad("An HTTP/1.1 request needs a Host header.")
+	}
+	if f.hosts == 1 && (f.hostFolded || !validHost(f.host)) {
+		return bad("The Host header is malformed.")
+	}
+	for k, vv := range req.Header {
+		if !validName(k) {
+			return bad("A header name is malformed.")
+		}
+		for _, v := range vv {
+			if !validValue(v) {
+				return bad("The value of header " + clip(k) + " holds a control character.")
+			}
+		}
+	}
+	// Framing: net/http lets Transfer-Encoding override Content-Length
+	// (and drops the latter), and ignores Transfer-Encoding in HTTP/1.0.
+	switch {
+	case f.te && f.cl:
+		return bad("A request may not have both Content-Length and Transfer-Encoding.")
+	case f.te && !req.ProtoAtLeast(1, 1):
+		return bad("An HTTP/1.0 request may not have Transfer-Encoding.")
+	}
+	if e := req.Header.Get("Expect"); e != "" && !hasToken(e, "100-continue") {
+		return verdict{status: http.StatusExpectationFailed, code: CodeExpectationFailed,
+			msg: "The only expectation met here is Expect: 100-continue."}
+	}
+	v := verdict{post: req.Method == http.MethodPost}
+	if len(req.TransferEncoding) > 0 {
+		v.chunked = true
+	} else if req.ContentLength > 0 {
+		v.length = req.ContentLength
+	}
+	return v
+}
+
+// fields is what rawFields found in a head.
+type fields struct {
+	cl, te     bool   // Content-Length and Transfer-Encoding are there, whatever their values
+	hosts      int    // Host fields
+	host       string // the last one's value, trimmed as net/http trims it
+	hostFolded bool   // it went on over more lines (obs-fold): net/http joins them with a space
+}
+
+// rawFields reads the fields net/http's parsed request no longer shows
+// from head: whether Content-Length and Transfer-Encoding are there, and
+// the Host fields. Names match as net/http matches them: exactly, but for
+// ASCII case.
+func rawFields(head []byte) fields {
+	var f fields
+	last := ""
+	i := bytes.IndexByte(head, '\n')
+	for rest := head[i+1:]; len(rest) > 0; {
+		line := rest
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			line, rest = rest[:j], rest[j+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			break // the blank line
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if last == "host" {
+				f.hostFolded = true
+			}
+			continue // a continuation of the field before
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		last = ""
+		switch {
+		case !ok:
+		case asciiEqualFold(name, "Content-Length"):
+			f.cl = true
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			f.te = true
+		case asciiEqualFold(name, "Host"):
+			last = "host"
+			f.hosts++
+			f.host = string(bytes.Trim(value, " \t"))
+			f.hostFolded = false
+		}
+	}
+	return f
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether v holds token as a comma- or space-separated
+// element, ignoring ASCII case, as net/http reads Expect.
+func hasToken(v, token string) bool {
+	for i := 0; i+len(token) <= len(v); i++ {
+		if (i == 0 || boundary(v[i-1])) && (i+len(token) == len(v) || boundary(v[i+len(token)])) &&
+			strings.EqualFold(v[i:i+len(token)], token) {
+			return true
+		}
+	}
+	return false
+}
+
+func boundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+
+// validName reports whether k is a header field name (a token).
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !tokenByte(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenByte(b byte) bool { return tokenBytes[b] }
+
+// tokenBytes and hostBytes are the bytes of a token, and those a Host may
+// hold (net/http's rules).
+var tokenBytes, hostBytes = byteSet("!#$%&'*+-.^_`|~"), byteSet("!$%&'()*+,-.:;=[]_~")
+
+// byteSet is the set of ASCII letters, digits and the bytes of extra.
+func byteSet(extra string) (set [256]bool) {
+	for b := range 256 {
+		set[b] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte(extra, byte(b)) >= 0
+	}
+	return set
+}
+
+// validValue reports whether v holds no control character but tab.
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports whether h has only bytes a Host may (net/http's rule).
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if !hostBytes[h[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens s, which may quote the client's input, for a message.
+func clip(s string) string {
+	const maxLen = 100
+	if len(s) > maxLen {
+		s = s[:maxLen] + "…"
+	}
+	return s
+}
+
+// answer is the whole HTTP/1.1 answer of a refusal.
+func answer(status int, code waitroom.Code, msg string) []byte {
+	var body struct {
+		Error struct {
+			Code    waitroom.Code `json:"code"`
+			Message string        `json:"message"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = code, msg
+	b, _ := json.Marshal(body)
+	b = append(b, '\n')
+	head := "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
+		"Content-Type: application/json; charset=utf-8\r\n" +
+		"Cache-Control: no-store\r\n" +
+		"X-Content-Type-Options: nosniff\r\n" +
+		"Connection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n"
+	return append([]byte(head), b...)
+}
