@@ -3,6 +3,7 @@
 #   make build   build bin/waitroom
 #   make run     build and run `waitroom serve` (pass flags with ARGS="--addr :9090")
 #   make test    install missing tools (as root on Debian), go vet, go test -race
+#                (with the Node tests of web/jstest, which need node)
 #   make bench   run `waitroom bench` (the table in docs/BENCHMARKS.md) and the Go benchmarks
 #   make fuzz    run every fuzz target for FUZZTIME (default 10s) each
 #   make fmt     format the code

@@ -11,7 +11,7 @@ import (
 // JSON error, never a panic or a plain-text page.
 func TestGateEndpointsBadInput(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	h := e.gate.Handler()
+	h := checked(t, e.gate.Handler())
 	for _, tc := range []struct {
 		method, target string
 		header         map[string]string

@@ -208,7 +208,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 	cfg := waitroom.DefaultConfig()
 	cfg.Capacity = 1
 	e := newEnv(t, envConfig{room: cfg})
-	h := e.gate.Handler()
+	h := checked(t, e.gate.Handler())
 	active := e.join()
 	pass := e.pass(active)
 	waiting := e.join()
@@ -297,7 +297,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 func TestNoOpenRedirect(t *testing.T) {
 	e := newEnv(t, envConfig{gateCfg: func(c *Config) { c.PublicURL = "https://shop.test" }})
 	s := e.join()
-	h := e.gate.Handler()
+	h := checked(t, e.gate.Handler())
 	tests := []struct {
 		name, host, uri string
 		wantReturn      bool

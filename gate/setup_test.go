@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -121,8 +122,24 @@ func (e *env) serve(proxy *ProxyConfig) *httptest.Server {
 		mux.Handle("/healthz", api)
 		mux.Handle("/", h)
 	}
-	e.srv = httptest.NewServer(mux)
+	// Every answer is checked against the OpenAPI document; in the
+	// reverse-proxy mode the paths the document does not list are the
+	// protected app's, whose answers are not the server's.
+	var outside []openapitest.Option
+	if proxy != nil {
+		outside = append(outside, openapitest.Outside("/"))
+	}
+	e.srv = httptest.NewServer(checked(e.t, mux, outside...))
 	return e.srv
+}
+
+// checked wraps a handler of the server (the gate's, or the whole server's)
+// so that every answer it writes is checked against the OpenAPI document
+// (openapi/openapi.json): a status, header or field it does not describe
+// fails t.
+func checked(t testing.TB, h http.Handler, opts ...openapitest.Option) http.Handler {
+	t.Helper()
+	return openapitest.Handler(t, h, opts...)
 }
 
 // join makes a session in the default room.

@@ -43,7 +43,7 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, cons.Handler())
 	mux.Handle("/", api)
-	e.srv = httptest.NewServer(mux)
+	e.srv = httptest.NewServer(checked(t, mux))
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func TestInternalErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := httpapi.NewHandler(httpapi.Config{Store: c.store, AdminToken: adminToken})
+			h := checked(t, httpapi.NewHandler(httpapi.Config{Store: c.store, AdminToken: adminToken}))
 			rec := serve(h, c.method, c.path, "Bearer "+adminToken, "")
 			if rec.Code != c.status {
 				t.Errorf("got status %d, want %d; body %s", rec.Code, c.status, rec.Body.Bytes())

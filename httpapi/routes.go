@@ -49,4 +49,5 @@ func (s *server) routes() {
 	m.Handle("GET /healthz", s.api(s.healthz))
 	m.Handle("GET /readyz", s.api(s.readyz))
 	m.Handle("GET /metrics", s.metrics)
+	m.HandleFunc("GET /v1/openapi.json", s.openapiJSON)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 const adminToken = "test-admin-token"
@@ -33,18 +34,27 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	e.handler = httpapi.NewHandler(httpapi.Config{
+	e.handler = checked(t, httpapi.NewHandler(httpapi.Config{
 		Store:      e.store,
 		AdminToken: adminToken,
 		Clock:      e.clock,
 		Registry:   e.reg,
-	})
+	}))
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
 		e.srv.Close()
 		_ = e.store.Close()
 	})
 	return e
+}
+
+// checked wraps an API handler so that every answer it writes, to any
+// client or recorder, is checked against the OpenAPI document
+// (openapi/openapi.json): a status, field, header or error code the
+// document does not describe fails t.
+func checked(t testing.TB, h http.Handler) http.Handler {
+	t.Helper()
+	return openapitest.Handler(t, h)
 }
 
 // auth says which Authorization header a request carries.

@@ -40,10 +40,10 @@ func newStreamEnv(t *testing.T, cfg waitroom.RoomConfig) *streamEnv {
 	e := &streamEnv{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))}
 	e.hub = push.New(e.store, push.Options{Interval: 10 * time.Millisecond, Clock: e.clock})
 	e.reg = prometheus.NewRegistry()
-	h := httpapi.NewHandler(httpapi.Config{
+	h := checked(t, httpapi.NewHandler(httpapi.Config{
 		Store: e.store, AdminToken: adminToken, Clock: e.clock, Hub: e.hub, Registry: e.reg,
 		StreamHeartbeat: 50 * time.Millisecond, StreamPresence: 20 * time.Millisecond,
-	})
+	}))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.inFlight.Add(1)
 		defer e.inFlight.Add(-1)

@@ -41,6 +41,10 @@ var (
 	pageAssets = []*asset{pageJS, styleCSS, demoJS, powJS, doorJS}
 )
 
+// clientTypes declares clientJS's API for TypeScript, at TypesPath (the
+// Node tests in web/jstest check it against the script and a real server).
+var clientTypes = mustAsset("waitroom.d.ts", TypesPath, "application/typescript; charset=utf-8")
+
 // url is the versioned URL of a, for pages to link.
 func (a *asset) url() template.URL {
 	return template.URL(a.path + "?v=" + a.Version)

@@ -139,7 +139,8 @@
 // in their own UI: Waitroom.join({room, base}) (or Waitroom.resume({room,
 // base, id})) with callbacks onPosition, onInvited (a held place's turn),
 // onAdmitted, onEnded and a leave() method; see the comment at the top of
-// assets/waitroom.js.
+// assets/waitroom.js. GET /waitroom.d.ts is its TypeScript declarations
+// (assets/waitroom.d.ts); the Node tests in jstest/ check both.
 //
 // # The demo
 //

@@ -495,7 +495,7 @@ func TestStoreFailurePages(t *testing.T) {
 		{"internal", errors.New("disk on fire at /var/lib/secret"), http.StatusInternalServerError, "Something went wrong"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := web.NewHandler(web.Config{Store: downStore{err: tc.err}})
+			h := checked(t, web.NewHandler(web.Config{Store: downStore{err: tc.err}}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/shop", nil))
 			body := rec.Body.String()
@@ -513,7 +513,7 @@ func TestStoreFailurePages(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("x", 500) + "Y"
-	h := web.NewHandler(web.Config{Store: downStore{}})
+	h := checked(t, web.NewHandler(web.Config{Store: downStore{}}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/"+long, nil))
 	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "Y") && strings.Contains(rec.Body.String(), long) {
@@ -547,7 +547,7 @@ func TestStoreDownFailsOpenOrClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var down, open atomic.Bool
-	h := web.NewHandler(web.Config{Store: flakyStore{Store: mem, down: &down}, FailOpen: open.Load})
+	h := checked(t, web.NewHandler(web.Config{Store: flakyStore{Store: mem, down: &down}, FailOpen: open.Load}))
 	get := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -584,7 +584,7 @@ func TestPageJoinsAreLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	joins := &limit.Joins{Rate: limit.NewLimiter(60, 3, 0), MaxSessionsPerRoom: 5}
-	h := web.NewHandler(web.Config{Store: mem, Joins: joins})
+	h := checked(t, web.NewHandler(web.Config{Store: mem, Joins: joins}))
 	get := func(addr string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/r/shop", nil)
 		req.RemoteAddr = addr + ":40000"
@@ -626,7 +626,7 @@ func TestReturnToSameOriginOnly(t *testing.T) {
 	if _, _, err := mem.PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h := web.NewHandler(web.Config{Store: mem})
+	h := checked(t, web.NewHandler(web.Config{Store: mem}))
 	for _, tc := range []struct{ returnTo, want string }{
 		{"http://shop.example/cart?x=1", "http://shop.example/cart?x=1"},
 		{"https://shop.example/cart", "/home"}, // another scheme is another origin

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/eta"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/web"
 )
@@ -116,10 +117,14 @@ func newSite(t testing.TB, opt siteOptions) *site {
 		s.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	})
+	// Every answer, to the tests' clients and to the browser alike, is
+	// checked against the OpenAPI document; the test's own pages are not
+	// the server's.
+	h := checked(t, logged, openapitest.Outside("/target/", "/client-test/"))
 	if opt.tls {
-		s.srv = httptest.NewTLSServer(logged)
+		s.srv = httptest.NewTLSServer(h)
 	} else {
-		s.srv = httptest.NewServer(logged)
+		s.srv = httptest.NewServer(h)
 	}
 	t.Cleanup(func() {
 		s.srv.Close()
@@ -129,6 +134,14 @@ func newSite(t testing.TB, opt siteOptions) *site {
 		_ = mem.Close()
 	})
 	return s
+}
+
+// checked wraps a handler of the server so that every answer it writes is
+// checked against the OpenAPI document (openapi/openapi.json): a status,
+// header or field it does not describe fails t.
+func checked(t testing.TB, h http.Handler, opts ...openapitest.Option) http.Handler {
+	t.Helper()
+	return openapitest.Handler(t, h, opts...)
 }
 
 // clientTestPage uses /waitroom.js as an app would and records every

@@ -23,6 +23,8 @@ const (
 	PagePrefix = "/r/"
 	// ClientPath is the JavaScript client.
 	ClientPath = "/waitroom.js"
+	// TypesPath is the TypeScript declarations of the JavaScript client.
+	TypesPath = "/waitroom.d.ts"
 	// AssetPrefix holds the page's own script and style sheet.
 	AssetPrefix = "/waitroom/"
 	// ClaimPrefix is followed by a room name and a session id:
@@ -42,10 +44,10 @@ const (
 )
 
 // Prefixes returns the paths a server routes to a handler made with cfg:
-// PagePrefix, ClientPath, AssetPrefix, ClaimPrefix and, with cfg.Demo,
-// DemoPrefix.
+// PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix and, with
+// cfg.Demo, DemoPrefix.
 func Prefixes(cfg Config) []string {
-	p := []string{PagePrefix, ClientPath, AssetPrefix, ClaimPrefix}
+	p := []string{PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix}
 	if cfg.Demo {
 		p = append(p, DemoPrefix)
 	}
@@ -163,6 +165,7 @@ func (h *Handler) routes(demo bool) {
 	m.HandleFunc("GET "+ClaimPrefix+"{room}/{id}", h.claimPage)
 	m.HandleFunc("POST "+ClaimPrefix+"{room}/{id}", h.claim)
 	m.HandleFunc("GET "+ClientPath, h.asset(clientJS))
+	m.HandleFunc("GET "+TypesPath, h.asset(clientTypes))
 	for _, a := range pageAssets {
 		m.HandleFunc("GET "+AssetPrefix+a.name, h.asset(a))
 	}

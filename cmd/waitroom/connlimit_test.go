@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 // TestMaxConnectionsKeepsTheStore: a real server on its embedded SQLite
@@ -21,7 +22,7 @@ import (
 func TestMaxConnectionsKeepsTheStore(t *testing.T) {
 	bin := buildBinary(t)
 	p, token := startCrashServer(t, bin, filepath.Join(t.TempDir(), "data"), []string{"--max-connections", "6"})
-	plain := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	plain := &http.Client{Timeout: 10 * time.Second, Transport: openapitest.Transport(&http.Transport{DisableKeepAlives: true})}
 	cfg, _ := json.Marshal(waitroom.DefaultConfig())
 	req, _ := http.NewRequest("PUT", p.url+"/v1/rooms/r", bytes.NewReader(cfg))
 	req.Header.Set("Authorization", "Bearer "+token)

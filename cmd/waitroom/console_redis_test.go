@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 	"github.com/waitroom/waitroom/redistest"
 )
 
@@ -39,7 +40,7 @@ func TestConsoleAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: openapitest.Transport(nil)}
 	call := func(base, method, path, body, csrf string, bearer bool) (int, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))

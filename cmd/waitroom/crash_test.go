@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 // The end-to-end crash harness: a real waitroom binary on the embedded
@@ -152,6 +153,7 @@ func startProcess(t *testing.T, bin, data string, extra ...string) *process {
 	for {
 		if m := listeningRE.FindStringSubmatch(p.stdout.String()); m != nil {
 			p.url = "http://" + m[1]
+			watch(t, p.url, extra)
 			return p
 		}
 		select {
@@ -197,7 +199,7 @@ func startCrashServer(t *testing.T, bin, data string, flags []string) (*process,
 }
 
 func newCrashClient(url, token string) *client.Client {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: crashWorkers * 2}}
+	hc := &http.Client{Transport: openapitest.Transport(&http.Transport{MaxIdleConnsPerHost: crashWorkers * 2})}
 	return client.New(url, client.WithAdminToken(token), client.WithHTTPClient(hc))
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 // TestServeUpstreamGatesTheApp runs `waitroom serve --upstream` in front of
@@ -38,7 +39,7 @@ func TestServeUpstreamGatesTheApp(t *testing.T) {
 	}
 	browser := func() *http.Client {
 		jar, _ := cookiejar.New(nil)
-		return &http.Client{Jar: jar, Timeout: 10 * time.Second}
+		return &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: openapitest.Transport(nil)}
 	}
 	get := func(hc *http.Client, path string) (*http.Response, string) {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 	"github.com/waitroom/waitroom/redistest"
 )
 
@@ -35,7 +36,7 @@ func TestRedisDownFailsClosedOrOpen(t *testing.T) {
 	}
 	visitor := func() *http.Client {
 		jar, _ := cookiejar.New(nil)
-		return &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		return &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: openapitest.Transport(nil),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	get := func(hc *http.Client, url string) (int, string, string) {

@@ -70,6 +70,7 @@ func startServe(t *testing.T, args []string, vars map[string]string) *server {
 	for {
 		if m := listeningRE.FindStringSubmatch(s.stdout.String()); m != nil {
 			s.url = "http://" + m[1]
+			watch(t, s.url, args)
 			return s
 		}
 		select {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 // browserless is an HTTP client with cookies that does not follow
@@ -28,6 +29,7 @@ func browserless(t *testing.T) *http.Client {
 	return &http.Client{
 		Jar:           jar,
 		Timeout:       10 * time.Second,
+		Transport:     openapitest.Transport(nil),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
