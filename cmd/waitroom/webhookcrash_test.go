@@ -98,7 +98,7 @@ func (r *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 
 // received returns, per session id, the event types received, and the
 // counts.
-func (r *hookReceiver) received() (by map[string]map[string]int, n, repeats, refused int, bad []string) {
+func (r *hookReceiver) received() (by map[string]map[string]int, n, repeats, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	by = map[string]map[string]int{}
@@ -110,7 +110,14 @@ func (r *hookReceiver) received() (by map[string]map[string]int, n, repeats, ref
 		}
 		m[ev.Type]++
 	}
-	return by, len(r.events), r.repeats, r.refused, append([]string(nil), r.bad...)
+	return by, len(r.events), r.repeats, r.refused
+}
+
+// failedChecks lists the requests that failed the reference check.
+func (r *hookReceiver) failedChecks() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bad...)
 }
 
 const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -177,25 +184,8 @@ func TestWebhooksSurviveKill(t *testing.T) {
 	// too, then bring the receiver up for good and wait for the outbox to
 	// empty.
 	time.Sleep(1500 * time.Millisecond)
-	rc.flaky.Store(false)
-	drain := func() waitroom.HookStats { return drainHooks(t, c, "hooked") }
-	drain()
-	// Read every session the store holds: a read ends what is due (an
-	// idle session), so the states read are final for this check, and
-	// their events are due now; wait for those too.
-	states := make(map[string]waitroom.Session, len(ids))
-	for _, id := range ids {
-		s, err := c.Session(ctx(t), "hooked", id)
-		if err != nil {
-			t.Fatalf("acknowledged session %s: %v", id, err)
-		}
-		states[id] = s
-	}
-	stats := drain()
-	by, n, repeats, refused, bad := rc.received()
-	if len(bad) > 0 {
-		t.Fatalf("%d requests failed the Standard Webhooks reference check, e.g. %s", len(bad), bad[0])
-	}
+	states, stats := readAfterDrain(t, c, rc, "hooked", ids)
+	by, n, repeats, refused := rc.received()
 	if stats.Dead != 0 {
 		t.Fatalf("%d dead letters, want none within the 24h retry window", stats.Dead)
 	}
@@ -238,6 +228,30 @@ func TestWebhooksSurviveKill(t *testing.T) {
 	}
 	t.Logf("%d acknowledged joins; %d events delivered (%d sessions), %d repeated deliveries (same webhook-id, after a kill), %d tries refused by the flaky receiver; endpoint stats %+v",
 		acked, n, len(by), repeats, refused, stats)
+}
+
+// readAfterDrain brings the receiver up for good, waits for room's outbox
+// to empty, reads every session of ids (a read ends what is due, so the
+// states read are final for the check, and their events are due now),
+// waits for those events too, and fails the test if any request failed
+// the Standard Webhooks reference check.
+func readAfterDrain(t *testing.T, c *client.Client, rc *hookReceiver, room string, ids []string) (map[string]waitroom.Session, waitroom.HookStats) {
+	t.Helper()
+	rc.flaky.Store(false)
+	drainHooks(t, c, room)
+	states := make(map[string]waitroom.Session, len(ids))
+	for _, id := range ids {
+		s, err := c.Session(ctx(t), room, id)
+		if err != nil {
+			t.Fatalf("acknowledged session %s: %v", id, err)
+		}
+		states[id] = s
+	}
+	stats := drainHooks(t, c, room)
+	if bad := rc.failedChecks(); len(bad) > 0 {
+		t.Fatalf("%d requests failed the Standard Webhooks reference check, e.g. %s", len(bad), bad[0])
+	}
+	return states, stats
 }
 
 // drainHooks waits (up to 60s) until room's one webhook has nothing
