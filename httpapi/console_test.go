@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/console"
 	"github.com/waitroom/waitroom/httpapi"
 	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/openapi/openapitest"
 	"github.com/waitroom/waitroom/roomstats"
 )
 
@@ -43,7 +44,7 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, cons.Handler())
 	mux.Handle("/", api)
-	e.srv = httptest.NewServer(checked(t, mux))
+	e.srv = httptest.NewServer(openapitest.Handler(t, mux, apiOnly, openapitest.Serves(console.Prefix)))
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,8 @@ func FuzzDoorJoinBody(f *testing.F) {
 	e := newEnv(f)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/d", `{"capacity":0,"waiting_timeout":"0s","invite_only":true,"challenge":"pow"}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := serve(e.handler, "POST", "/v1/rooms/d/sessions", "", string(body))
+		h := e.checkedBy(t)
+		rec := serve(h, "POST", "/v1/rooms/d/sessions", "", string(body))
 		checkAnswer(t, "join", rec)
 		switch rec.Code {
 		case 400, 401, 403, 409, 413, 428:
@@ -43,7 +44,8 @@ func FuzzInvitesBody(f *testing.F) {
 	e := newEnv(f)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/i", `{"tiers":[{"name":"vip"},{"name":"general"}]}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := serve(e.handler, "POST", "/v1/rooms/i/invites", authHeader(true), string(body))
+		h := e.checkedBy(t)
+		rec := serve(h, "POST", "/v1/rooms/i/invites", authHeader(true), string(body))
 		checkAnswer(t, "invites", rec)
 		switch rec.Code {
 		case 201:

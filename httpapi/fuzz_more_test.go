@@ -19,8 +19,9 @@ func FuzzAdvanceBody(f *testing.F) {
 	e := newEnv(f)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/m", `{"mode":"manual","waiting_timeout":"0s"}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		serve(e.handler, "POST", "/v1/rooms/m/sessions", "", "")
-		rec := serve(e.handler, "POST", "/v1/rooms/m/advance", authHeader(true), string(body))
+		h := e.checkedBy(t)
+		serve(h, "POST", "/v1/rooms/m/sessions", "", "")
+		rec := serve(h, "POST", "/v1/rooms/m/advance", authHeader(true), string(body))
 		checkAnswer(t, "advance", rec)
 		switch rec.Code {
 		case 200:
@@ -53,8 +54,9 @@ func FuzzInventoryBody(f *testing.F) {
 	e := newEnv(f)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/s", `{"capacity":3,"inventory":5,"waiting_timeout":"0s"}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		serve(e.handler, "POST", "/v1/rooms/s/sessions", "", "")
-		rec := serve(e.handler, "POST", "/v1/rooms/s/inventory", authHeader(true), string(body))
+		h := e.checkedBy(t)
+		serve(h, "POST", "/v1/rooms/s/sessions", "", "")
+		rec := serve(h, "POST", "/v1/rooms/s/inventory", authHeader(true), string(body))
 		checkAnswer(t, "inventory", rec)
 		switch rec.Code {
 		case 200, 400, 404, 409, 413:
@@ -65,7 +67,7 @@ func FuzzInventoryBody(f *testing.F) {
 		rooms := struct {
 			Rooms []waitroom.Room `json:"rooms"`
 		}{}
-		if err := json.Unmarshal(serve(e.handler, "GET", "/v1/rooms", authHeader(true), "").Body.Bytes(), &rooms); err != nil {
+		if err := json.Unmarshal(serve(h, "GET", "/v1/rooms", authHeader(true), "").Body.Bytes(), &rooms); err != nil {
 			t.Fatalf("list rooms: %v", err)
 		}
 		for _, x := range rooms.Rooms {

@@ -21,9 +21,10 @@ func FuzzFrontBody(f *testing.F) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/f", `{"capacity":0,"waiting_timeout":"0s"}`)
 	target := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/f/sessions", ""))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		serve(e.handler, "POST", "/v1/rooms/f/sessions", "", "")
+		h := e.checkedBy(t)
+		serve(h, "POST", "/v1/rooms/f/sessions", "", "")
 		before := waitingCount(t, e, "f")
-		rec := serve(e.handler, "POST", "/v1/rooms/f/sessions/"+target.ID+"/front", authHeader(true), string(body))
+		rec := serve(h, "POST", "/v1/rooms/f/sessions/"+target.ID+"/front", authHeader(true), string(body))
 		checkAnswer(t, "front", rec)
 		switch rec.Code {
 		case 200:
@@ -53,15 +54,16 @@ func FuzzExtendBody(f *testing.F) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/x", `{"capacity":1,"waiting_timeout":"0s","active_timeout":"0s","max_session":"1h"}`)
 	active := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/x/sessions", ""))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		h := e.checkedBy(t)
 		read := func() waitroom.Session {
 			var s waitroom.Session
-			if err := json.Unmarshal(serve(e.handler, "GET", "/v1/rooms/x/sessions/"+active.ID, "", "").Body.Bytes(), &s); err != nil || s.Status != waitroom.StatusActive {
+			if err := json.Unmarshal(serve(h, "GET", "/v1/rooms/x/sessions/"+active.ID, "", "").Body.Bytes(), &s); err != nil || s.Status != waitroom.StatusActive {
 				t.Fatalf("reading the active session: %+v %v", s, err)
 			}
 			return s
 		}
 		before := read()
-		rec := serve(e.handler, "POST", "/v1/rooms/x/sessions/"+active.ID+"/extend", authHeader(true), string(body))
+		rec := serve(h, "POST", "/v1/rooms/x/sessions/"+active.ID+"/extend", authHeader(true), string(body))
 		checkAnswer(t, "extend", rec)
 		after := read()
 		switch rec.Code {
@@ -97,7 +99,8 @@ func FuzzFindQuery(f *testing.F) {
 		e.must(http.StatusCreated, withAdmin, "POST", "/v1/rooms/q/sessions", `{"key":"`+key+`"}`)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		rec := serve(e.handler, "GET", "/v1/rooms/q/find?q="+url.QueryEscape(q), authHeader(true), "")
+		h := e.checkedBy(t)
+		rec := serve(h, "GET", "/v1/rooms/q/find?q="+url.QueryEscape(q), authHeader(true), "")
 		checkAnswer(t, "find", rec)
 		switch rec.Code {
 		case 200:
@@ -141,7 +144,7 @@ func waitingCount(t *testing.T, e *env, room string) int {
 	var rooms struct {
 		Rooms []waitroom.Room `json:"rooms"`
 	}
-	if err := json.Unmarshal(serve(e.handler, "GET", "/v1/rooms", authHeader(true), "").Body.Bytes(), &rooms); err != nil {
+	if err := json.Unmarshal(serve(e.checkedBy(t), "GET", "/v1/rooms", authHeader(true), "").Body.Bytes(), &rooms); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rooms.Rooms {

@@ -102,11 +102,12 @@ func FuzzJoinBody(f *testing.F) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":3}`)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/h", `{"capacity":3,"hold_places":true}`)
 	f.Fuzz(func(t *testing.T, body []byte, admin, held bool) {
+		h := e.checkedBy(t)
 		room := "r"
 		if held {
 			room = "h"
 		}
-		rec := serve(e.handler, "POST", "/v1/rooms/"+room+"/sessions", authHeader(admin), string(body))
+		rec := serve(h, "POST", "/v1/rooms/"+room+"/sessions", authHeader(admin), string(body))
 		checkAnswer(t, "join", rec)
 		switch rec.Code {
 		case 201:
@@ -145,7 +146,8 @@ func FuzzConfigBody(f *testing.F) {
 	}
 	e := newEnv(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := serve(e.handler, "PUT", "/v1/rooms/r", authHeader(true), string(body))
+		h := e.checkedBy(t)
+		rec := serve(h, "PUT", "/v1/rooms/r", authHeader(true), string(body))
 		checkAnswer(t, "put room", rec)
 		switch rec.Code {
 		case 200, 201:
@@ -209,6 +211,7 @@ func FuzzPaths(f *testing.F) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1,"waiting_timeout":"0s"}`)
 	live := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))
 	f.Fuzz(func(t *testing.T, method, path string, body []byte, admin bool) {
+		h := e.checkedBy(t)
 		path = strings.ReplaceAll(path, "{id}", live.ID)
 		req, err := http.NewRequest(method, "http://waitroom.test"+path, bytes.NewReader(body))
 		if err != nil {
@@ -218,7 +221,7 @@ func FuzzPaths(f *testing.F) {
 			req.Header.Set("Authorization", "Bearer "+adminToken)
 		}
 		rec := httptest.NewRecorder()
-		e.handler.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		checkAnswer(t, method+" "+path, rec)
 	})
 }

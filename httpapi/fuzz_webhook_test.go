@@ -25,15 +25,16 @@ func FuzzWebhookBody(f *testing.F) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/f", `{}`)
 	list := func(t *testing.T) string {
 		t.Helper()
-		rec := serve(e.handler, "GET", "/v1/rooms/f/webhooks", authHeader(true), "")
+		rec := serve(e.checkedBy(t), "GET", "/v1/rooms/f/webhooks", authHeader(true), "")
 		if rec.Code != http.StatusOK {
 			t.Fatalf("list webhooks: %d %s", rec.Code, rec.Body.Bytes())
 		}
 		return rec.Body.String()
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		h := e.checkedBy(t)
 		before := list(t)
-		rec := serve(e.handler, "PUT", "/v1/rooms/f/webhooks/fz", authHeader(true), string(body))
+		rec := serve(h, "PUT", "/v1/rooms/f/webhooks/fz", authHeader(true), string(body))
 		checkAnswer(t, "put webhook", rec)
 		switch rec.Code {
 		case 200, 201:
@@ -50,7 +51,7 @@ func FuzzWebhookBody(f *testing.F) {
 			if !strings.HasPrefix(w.Secret, "whsec_") {
 				t.Fatalf("put %q: answer without the secret: %s", body, rec.Body.Bytes())
 			}
-			if rec := serve(e.handler, "DELETE", "/v1/rooms/f/webhooks/fz", authHeader(true), ""); rec.Code != http.StatusNoContent {
+			if rec := serve(h, "DELETE", "/v1/rooms/f/webhooks/fz", authHeader(true), ""); rec.Code != http.StatusNoContent {
 				t.Fatalf("delete: %d", rec.Code)
 			}
 		case 400, 413:

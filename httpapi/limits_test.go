@@ -23,7 +23,8 @@ func newEnvWith(t testing.TB, change func(*httpapi.Config)) *env {
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
 	cfg := httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg}
 	change(&cfg)
-	e.handler = checked(t, httpapi.NewHandler(cfg))
+	e.raw = httpapi.NewHandler(cfg)
+	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
 		e.srv.Close()

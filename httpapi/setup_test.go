@@ -27,19 +27,28 @@ type env struct {
 	store   *memstore.Store
 	clock   *waitroom.ManualClock
 	reg     *prometheus.Registry
-	handler http.Handler
+	handler http.Handler // raw, checked against the OpenAPI document for t
+	raw     http.Handler // the API handler itself
 	srv     *httptest.Server
+}
+
+// checkedBy returns the API handler checked against the OpenAPI document
+// for t: a fuzz target, whose every input runs as its own test, calls it
+// with that input's t, since a problem cannot be reported to the F.
+func (e *env) checkedBy(t testing.TB) http.Handler {
+	return checked(t, e.raw)
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	e.handler = checked(t, httpapi.NewHandler(httpapi.Config{
+	e.raw = httpapi.NewHandler(httpapi.Config{
 		Store:      e.store,
 		AdminToken: adminToken,
 		Clock:      e.clock,
 		Registry:   e.reg,
-	}))
+	})
+	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
 		e.srv.Close()
@@ -54,8 +63,13 @@ func newEnv(t testing.TB) *env {
 // document does not describe fails t.
 func checked(t testing.TB, h http.Handler) http.Handler {
 	t.Helper()
-	return openapitest.Handler(t, h)
+	return openapitest.Handler(t, h, apiOnly)
 }
+
+// apiOnly says an API handler is the server without its pages: a request
+// for a page's route (/r/{room}, /admin, …) is answered as an unknown
+// route, as in a server run without the pages.
+var apiOnly = openapitest.Serves("/v1/", "/healthz", "/readyz", "/metrics")
 
 // auth says which Authorization header a request carries.
 type auth int

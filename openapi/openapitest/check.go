@@ -20,10 +20,20 @@ func Outside(prefixes ...string) Option {
 	return func(c *checker) { c.outside = append(c.outside, prefixes...) }
 }
 
+// Serves says the handler under test serves only the document's routes
+// under these path prefixes: it is one part of the server (the API without
+// the pages, say), and a request for another part's route is checked as
+// the whole server would answer an unknown route (NoRoute, NoMethod or
+// CleanPath) rather than as that other route.
+func Serves(prefixes ...string) Option {
+	return func(c *checker) { c.serves = append(c.serves, prefixes...) }
+}
+
 // checker checks answers and reports their problems to one test.
 type checker struct {
 	spec    *spec
 	outside []string
+	serves  []string
 
 	mu   sync.Mutex
 	t    testing.TB
@@ -67,14 +77,22 @@ func (c *checker) report(method, path string, status int, body []byte, problems 
 	if len(body) > 0 {
 		excerpt = fmt.Sprintf("\n\tbody: %.400s", body)
 	}
-	c.t.Errorf("openapi: %s %s answered %d, which the document (openapi/openapi.json) does not describe:\n\t%s%s",
+	msg := fmt.Sprintf("openapi: %s %s answered %d, which the document (openapi/openapi.json) does not describe:\n\t%s%s",
 		method, path, status, strings.Join(problems, "\n\t"), excerpt)
+	if _, fuzz := c.t.(*testing.F); fuzz {
+		// A fuzz target's inputs run as tests of their own, and the F may
+		// not be told of a failure from inside one: panic, so the fuzzer
+		// still records the input as failing. Fuzz targets should check
+		// with a Handler made from each input's t instead.
+		panic(msg)
+	}
+	c.t.Errorf("%s", msg)
 }
 
 // check checks one whole answer and reports what is wrong; it returns the
 // outcome for the callers that go on checking a stream.
 func (c *checker) check(a answer) outcome {
-	o := c.spec.check(a, c.outside)
+	o := c.spec.check(a, c.outside, c.serves)
 	c.report(a.method, a.path, a.status, a.body, o.problems)
 	return o
 }

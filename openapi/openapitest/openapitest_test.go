@@ -97,6 +97,43 @@ func TestCheckerFindsWhatTheDocumentDoesNotDescribe(t *testing.T) {
 	}
 }
 
+// TestServesChecksOtherPartsAsUnknownRoutes checks that a handler that is
+// one part of the server (Serves) has its answers to another part's routes
+// checked as the answers to an unknown route, and that without Serves the
+// same answer is checked against the other part's route.
+func TestServesChecksOtherPartsAsUnknownRoutes(t *testing.T) {
+	notFound := `{"error":{"code":"not_found","message":"x"}}`
+	for _, tc := range []struct {
+		name   string
+		opts   []Option
+		status int
+		body   string
+		want   string // in the report; "" for none
+	}{
+		{"the API's 404 for a page, as the whole server", nil, 404, notFound, "text/html"},
+		{"the API's 404 for a page, as the API", []Option{Serves("/v1/", "/healthz")}, 404, notFound, ""},
+		{"the API's 200 for a page, as the API", []Option{Serves("/v1/", "/healthz")}, 200, `{}`, "no operation"},
+		{"an unknown code, as the API", []Option{Serves("/v1/", "/healthz")}, 404, `{"error":{"code":"nope","message":"x"}}`, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := &fakeT{TB: t}
+			h := Handler(ft, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json; charset=utf-8")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}), tc.opts...)
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/r/shop", nil))
+			got := ft.reported()
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("reported %s", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("reported %q, want it to mention %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestWatchChecksOnlyWatchedServers(t *testing.T) {
 	bad := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	watchedSrv, other := httptest.NewServer(bad), httptest.NewServer(bad)

@@ -259,9 +259,12 @@ func (o *outcome) addf(format string, args ...any) {
 // responseOf finds the response object the document gives for a's status:
 // the operation's, or for a request that no operation serves, the
 // document's NoRoute, NoMethod or CleanPath.
-func (s *spec) responseOf(a answer, outside []string) (string, string, bool) {
+func (s *spec) responseOf(a answer, outside, serves []string) (string, string, bool) {
 	method := a.method
 	r := s.match(a.path)
+	if r != nil && !hasPrefix(r.template, serves) {
+		r = nil // another part of the server's route: unknown to this one
+	}
 	if r == nil {
 		for _, p := range outside {
 			if strings.HasPrefix(a.path, p) {
@@ -336,10 +339,24 @@ func cleanPath(p string) string {
 	return np
 }
 
+// hasPrefix says whether path starts with one of prefixes; no prefixes at
+// all stand for every path.
+func hasPrefix(path string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // check checks a against the document.
-func (s *spec) check(a answer, outside []string) outcome {
+func (s *spec) check(a answer, outside, serves []string) outcome {
 	var o outcome
-	resp, op, skip := s.responseOf(a, outside)
+	resp, op, skip := s.responseOf(a, outside, serves)
 	if skip {
 		o.skipped = true
 		return o
