@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/apierror"
 	"github.com/waitroom/waitroom/limit"
 )
 
@@ -142,8 +143,10 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.FormatInt(max(retry, 1), 10))
 		msg = "Too many people are joining right now; try again in a moment."
 	default:
-		if errors.As(err, &e) && e.Code != waitroom.CodeInternal {
-			status = http.StatusBadRequest
+		if errors.As(err, &e) && e.Code != waitroom.CodeInternal && apierror.Status(e.Code) < 500 {
+			// The room refused a join on the visitor's behalf: the API's
+			// status for its code (409 room_closed, 409 sold_out, …).
+			status = apierror.Status(e.Code)
 			msg = e.Message
 		} else {
 			status = http.StatusInternalServerError
@@ -169,7 +172,7 @@ func writeError(w http.ResponseWriter, status int, code waitroom.Code, msg strin
 	b.Error.Code, b.Error.Message = code, msg
 	out, _ := json.Marshal(b)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", apierror.ContentType)
 	h.Set("Content-Length", strconv.Itoa(len(out)+1))
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
