@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"time"
-	"unicode/utf8"
 )
 
 // Ledger is what the operator console keeps in the store besides the rooms:
@@ -124,15 +123,16 @@ func ValidAuditAction(a string) bool {
 }
 
 // CheckAuditReason returns a CodeInvalidRequest error unless reason is at
-// most MaxAuditReason bytes of printable UTF-8 text (no control
-// characters). An empty reason passes; a route that requires one checks
-// that itself.
+// most MaxAuditReason bytes of printable text (Printable: no control,
+// format or invisible character, which would spoof what the console
+// shows). An empty reason passes; a route that requires one checks that
+// itself.
 func CheckAuditReason(reason string) error {
 	if len(reason) > MaxAuditReason {
 		return Errorf(CodeInvalidRequest, "A reason is at most %d bytes, not %d.", MaxAuditReason, len(reason))
 	}
-	if !printable(reason) {
-		return Errorf(CodeInvalidRequest, "A reason must be printable UTF-8 text on one line.")
+	if !Printable(reason) {
+		return Errorf(CodeInvalidRequest, "A reason must be printable text on one line: no control, format or invisible characters.")
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (e *AuditEntry) Check() error {
 	if !ValidAuditAction(e.Action) {
 		return Errorf(CodeInvalidRequest, "%q is not an audited action.", e.Action)
 	}
-	if len(e.Session) > maxAuditSession || !printable(e.Session) {
+	if len(e.Session) > maxAuditSession || !Printable(e.Session) {
 		return Errorf(CodeInvalidRequest, "An audit entry's session is a session id.")
 	}
 	if e.Ticket < 0 {
@@ -171,16 +171,6 @@ func (e *AuditEntry) Check() error {
 		return Errorf(CodeInvalidRequest, "An audit entry's detail must be JSON.")
 	}
 	return nil
-}
-
-// printable reports whether s is valid UTF-8 without control characters.
-func printable(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
 }
 
 // StatsBucket is what happened in one room during one StatsStep: counters

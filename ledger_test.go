@@ -122,6 +122,10 @@ func TestAuditEntryCheck(t *testing.T) {
 		"ticket":         {func(e *waitroom.AuditEntry) { e.Ticket = -2 }, waitroom.CodeInvalidRequest},
 		"reason long":    {func(e *waitroom.AuditEntry) { e.Reason = strings.Repeat("a", 501) }, waitroom.CodeInvalidRequest},
 		"reason C1":      {func(e *waitroom.AuditEntry) { e.Reason = "a\u0085b" }, waitroom.CodeInvalidRequest},
+		"reason bidi":    {func(e *waitroom.AuditEntry) { e.Reason = "refund \u202egnp.exe" }, waitroom.CodeInvalidRequest},
+		"reason ZWSP":    {func(e *waitroom.AuditEntry) { e.Reason = "a\u200bb" }, waitroom.CodeInvalidRequest},
+		"reason NBSP":    {func(e *waitroom.AuditEntry) { e.Reason = "a\u00a0b" }, waitroom.CodeInvalidRequest},
+		"session bidi":   {func(e *waitroom.AuditEntry) { e.Session = "a\u202eb" }, waitroom.CodeInvalidRequest},
 		"detail":         {func(e *waitroom.AuditEntry) { e.Detail = json.RawMessage(`nope`) }, waitroom.CodeInvalidRequest},
 		"detail too big": {func(e *waitroom.AuditEntry) { e.Detail = json.RawMessage(`"` + strings.Repeat("a", 4095) + `"`) }, waitroom.CodeInvalidRequest},
 	} {
@@ -130,6 +134,9 @@ func TestAuditEntryCheck(t *testing.T) {
 		if got := waitroom.ErrorCode(e.Check()); got != c.code {
 			t.Errorf("Check with a bad %s: code %q, want %q", name, got, c.code)
 		}
+	}
+	if err := waitroom.CheckAuditReason("Früh, 早い — a bot (Ж) 🚫"); err != nil {
+		t.Errorf("CheckAuditReason(text in several scripts) = %v", err)
 	}
 	if err := waitroom.CheckAuditReason(strings.Repeat("ü", 250)); err != nil {
 		t.Errorf("CheckAuditReason(500 bytes) = %v", err)

@@ -61,7 +61,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
 )
@@ -257,9 +256,9 @@ func check(c Claims) string {
 		return "the room must be a valid room name."
 	case !validID(c.ID):
 		return fmt.Sprintf("the ID must be 1 to %d characters of A-Z, a-z, 0-9, '_' and '-'.", MaxIDLen)
-	case len(c.Tier) > MaxTierLen || !printable(c.Tier):
+	case len(c.Tier) > MaxTierLen || !waitroom.Printable(c.Tier):
 		return fmt.Sprintf("the tier must be at most %d bytes of printable text.", MaxTierLen)
-	case len(c.Key) > waitroom.MaxKeyLen || !printable(c.Key):
+	case len(c.Key) > waitroom.MaxKeyLen || !waitroom.Printable(c.Key):
 		return fmt.Sprintf("the key must be at most %d bytes of printable text.", waitroom.MaxKeyLen)
 	case c.Uses < 1 || c.Uses > MaxUses:
 		return fmt.Sprintf("the uses must be 1 to %d.", MaxUses)
@@ -287,20 +286,6 @@ func validID(id string) bool {
 // urlSafe reports whether c is in the base64url alphabet.
 func urlSafe(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-}
-
-// printable reports whether s is valid UTF-8 without control characters,
-// the rule waitroom.CheckKey applies to identity keys.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0) {
-			return false
-		}
-	}
-	return true
 }
 
 // Verify checks token for room at now and returns its claims. secret is

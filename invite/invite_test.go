@@ -233,6 +233,7 @@ func TestRefused(t *testing.T) {
 		{"uses too many", signRaw(t, "hs", `{"alg":"hs","room":"drop","id":"x","uses":1000001,"exp":1800003600}`), testSecret, keys, waitroom.CodeInviteInvalid},
 		{"bad id", signRaw(t, "hs", `{"alg":"hs","room":"drop","id":"a.b","exp":1800003600}`), testSecret, keys, waitroom.CodeInviteInvalid},
 		{"bad key", signRaw(t, "ed", `{"alg":"ed","room":"drop","id":"x","key":"a\u0007b","exp":1800003600}`), testSecret, keys, waitroom.CodeInviteInvalid},
+		{"invisible key", signRaw(t, "ed", `{"alg":"ed","room":"drop","id":"x","key":"a\u200bb","exp":1800003600}`), testSecret, keys, waitroom.CodeInviteInvalid},
 		// Invalid claims win over expiry: a token with both problems is invalid.
 		{"bad room and expired", signRaw(t, "hs", `{"alg":"hs","room":"Drop!","id":"x","exp":1}`), testSecret, keys, waitroom.CodeInviteInvalid},
 		{"expired at now", mustHMAC(t, expired), testSecret, keys, waitroom.CodeInviteExpired},
@@ -272,6 +273,10 @@ func TestSignValidatesClaims(t *testing.T) {
 		{"key too long", func(c *Claims) { c.Key = strings.Repeat("k", 257) }},
 		{"key with a control character", func(c *Claims) { c.Key = "a\x00b" }},
 		{"key not UTF-8", func(c *Claims) { c.Key = "a\xffb" }},
+		{"key with a bidi override", func(c *Claims) { c.Key = "a\u202eb" }},
+		{"key with a zero-width space", func(c *Claims) { c.Key = "a\u200bb" }},
+		{"key with a no-break space", func(c *Claims) { c.Key = "a\u00a0b" }},
+		{"tier with a bidi override", func(c *Claims) { c.Tier = "v\u202eip" }},
 		{"negative uses", func(c *Claims) { c.Uses = -1 }},
 		{"too many uses", func(c *Claims) { c.Uses = MaxUses + 1 }},
 		{"no expiry", func(c *Claims) { c.Expires = time.Time{} }},
@@ -300,7 +305,7 @@ func TestSignAcceptsLimits(t *testing.T) {
 		Room:    strings.Repeat("r", 64),
 		ID:      strings.Repeat("i", 64),
 		Tier:    strings.Repeat("\"", 64),
-		Key:     strings.Repeat("\u2028", 85) + "x", // 256 bytes, escaped by JSON to 6 bytes a character
+		Key:     strings.Repeat(`\`, 256), // escaped by JSON to 2 bytes each, the most a printable key grows
 		Uses:    MaxUses,
 		Expires: time.Unix(maxExp, 0),
 	}
