@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/openapi/openapitest"
 )
 
 // jsTestDir holds the Node tests of /waitroom.js and its declarations.
@@ -42,6 +47,25 @@ func needNode(t *testing.T) string {
 		t.Fatalf("node %s is too old: the tests need node 18 or later (node --test)", strings.TrimSpace(string(out)))
 	}
 	return p
+}
+
+// checkedProxy starts a reverse proxy to the server at target whose
+// answers are checked against the OpenAPI document (failing t), and
+// returns its URL. Event streams are flushed as they come.
+func checkedProxy(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
+		Transport:     openapitest.NewValidatingTransport(t, nil),
+		FlushInterval: -1,
+	}
+	p := httptest.NewServer(rp)
+	t.Cleanup(p.Close)
+	return p.URL
 }
 
 // TestWaitroomJS runs `node --test` on web/jstest against a real `waitroom
@@ -75,11 +99,17 @@ func TestWaitroomJS(t *testing.T) {
 			res.StatusCode, res.Header.Get("Content-Type"), len(got), len(want))
 	}
 
+	// The tests talk to the server through a reverse proxy whose transport
+	// checks every answer, event and message the script receives against
+	// the OpenAPI document: what waitroom.js is answered is what the
+	// document says.
+	checked := checkedProxy(t, srv.url)
+
 	node := needNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
-	cmd.Env = append(os.Environ(), "WAITROOM_JSTEST_URL="+srv.url, "WAITROOM_JSTEST_ADMIN_TOKEN="+token, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "WAITROOM_JSTEST_URL="+checked, "WAITROOM_JSTEST_ADMIN_TOKEN="+token, "NO_COLOR=1")
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
