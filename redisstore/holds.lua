@@ -4,8 +4,8 @@
 --
 -- A held session is one joined with a contact (JoinRequest.Contact) in a
 -- room with hold_places: its hash holds ct, the contact. While it waits it
--- needs no presence (deadline in room.lua gives it none, and Away leaves it
--- alone). Its admission (activate, or a join into a free slot) makes it
+-- needs no presence (deadline in machinery.lua gives it none, and Away
+-- leaves it alone). Its admission (activate, or a join into a free slot) makes it
 -- invited instead of active: it sits in the active sorted set, so it holds
 -- a slot and counts in na, reserves a unit like any admission, and is due
 -- at its invitation (ad) plus the claim window (cw in the room hash, in ms:
@@ -29,7 +29,7 @@
 -- due: 'draw'; or the caller settles again after: NEAR.later) leaves its
 -- telling to the run that ends it, by setting nsc = '1' in the room hash:
 -- the next operation in the general path scans all of 1..nat (the fast
--- paths of room.lua leave a room with nsc to it).
+-- paths (fast.lua) leave a room with nsc to it).
 
 -- holdTail ends array (or, with line, event line) v of session s with its
 -- contact and, for an invited session, when its claim window ends; pos

@@ -17,7 +17,7 @@ import (
 )
 
 // This file is the webhook outbox (waitroom.Hooks); hooks.lua holds the
-// keys and the scripts, room.lua the outbox's writing.
+// keys and the scripts, room.lua and machinery.lua the outbox's writing.
 //
 // A message's ID is msg_<room>_<outbox entry id>_<index in the entry>.
 // Outbox ids are the room's stream ids: Redis gives each one larger than any

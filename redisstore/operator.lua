@@ -16,7 +16,7 @@
 -- tier), and ex and exn
 -- (how long an operator extended it: whole ms and the ns past them; the
 -- max-session deadline is admitted + max_session + ex, rounded up by exn:
--- deadline in room.lua).
+-- deadline in machinery.lua).
 
 -- placeTail ends array (or, with line, event line) v of live session s
 -- (or entrant) with its place and extension when it has either, or a tier:

@@ -248,7 +248,7 @@ func (p *pipeliner) runOnce() {
 	}
 }
 
-// opJoins is the script's batch join; see room.lua.
+// opJoins is the script's batch join; see fast.lua.
 const opJoins = "joins"
 
 // scriptRun is one script run in a pipeline: one call, or joins merged.

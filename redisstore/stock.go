@@ -99,7 +99,7 @@ func stockFields(s *waitroom.Session, v []any, i int) {
 }
 
 // decodeRoomStock completes a room with an inventory from its info array
-// (info in room.lua): sold, reserved and remaining at 8, 9 and 10.
+// (info in machinery.lua): sold, reserved and remaining at 8, 9 and 10.
 func decodeRoomStock(r *waitroom.Room, v []any) {
 	if r.Inventory == nil || len(v) < 11 {
 		return

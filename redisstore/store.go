@@ -18,9 +18,13 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-// The room script is seven files run as one (room.lua explains the split).
+// The room script is nine files run as one (room.lua explains the split).
 var (
 	//go:embed room.lua
+	roomShared string
+	//go:embed fast.lua
+	roomFast string
+	//go:embed machinery.lua
 	roomMachinery string
 	//go:embed schedule.lua
 	roomSchedule string
@@ -37,7 +41,7 @@ var (
 )
 
 // roomScript runs every operation on a room.
-var roomScript = redis.NewScript(roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
+var roomScript = redis.NewScript(roomShared + "\n" + roomFast + "\n" + roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
 	roomTiers + "\n" + roomHolds + "\n" + roomOps)
 
 // releaseScript gives up a sweep lease if this process holds it.

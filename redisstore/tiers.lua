@@ -30,7 +30,7 @@
 -- join that spends drops a few ended counts first, so the keys follow the
 -- tokens in use. Both go with the room.
 --
--- The fast paths of room.lua leave joins of a room with tiers, and joins
+-- The fast paths (fast.lua) leave joins of a room with tiers, and joins
 -- with a tier, token uses or a contact (more ARGV than key and secret), to
 -- the general path.
 
