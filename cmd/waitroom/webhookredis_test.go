@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +21,11 @@ import (
 
 // TestWebhooksThreeProcessesOneRedis: three `waitroom serve` processes on
 // one Redis deliver one room's webhook while joins arrive through all
-// three. The receiver takes 200ms a request, so every process holds
-// claims in flight; then one process is killed with SIGKILL. Before the
-// kill no event arrives twice (each is delivered by one process); the
+// three. The receiver takes 200ms a request; after the first hundred it
+// holds every request until more are in flight than two processes may
+// have (so all three have some), and then one process is killed with
+// SIGKILL. Before the kill no event arrives twice (each is delivered by
+// one process); the
 // deliveries the killed process had in flight (their requests cut off
 // mid-way) are taken over by the others once their claims lapse, and
 // every acknowledged join's event arrives, signed.
@@ -46,9 +49,29 @@ func TestWebhooksThreeProcessesOneRedis(t *testing.T) {
 		killedAt time.Time
 		before   int // repeats before the kill
 	)
+	// Once holding, the receiver holds every request until release (or
+	// until the sender is gone), so the processes' claims pile up in
+	// flight for the kill to cut, however fast the machine delivered
+	// before.
+	var holding atomic.Bool
+	var held atomic.Int64
+	release := make(chan struct{})
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		id := r.Header.Get("webhook-id")
+		if holding.Load() {
+			held.Add(1)
+			select {
+			case <-release:
+				held.Add(-1)
+			case <-r.Context().Done():
+				held.Add(-1)
+				mu.Lock()
+				cut[id] = true
+				mu.Unlock()
+				return
+			}
+		}
 		select {
 		case <-time.After(200 * time.Millisecond):
 		case <-r.Context().Done():
@@ -92,23 +115,26 @@ func TestWebhooksThreeProcessesOneRedis(t *testing.T) {
 	}
 	var ids []string
 	var idsMu sync.Mutex
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Go(func() {
-			for range 100 {
-				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				s, err := clients[w%3].Join(rctx, "hooked", "")
-				cancel()
-				if err == nil {
-					idsMu.Lock()
-					ids = append(ids, s.ID)
-					idsMu.Unlock()
+	joins := func(workers, each int) {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for range each {
+					rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					s, err := clients[w%3].Join(rctx, "hooked", "")
+					cancel()
+					if err == nil {
+						idsMu.Lock()
+						ids = append(ids, s.ID)
+						idsMu.Unlock()
+					}
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	// Let every process get deliveries going, then kill one mid-way.
+	joins(6, 100)
+	// Let every process get deliveries going.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
 		n := len(got)
@@ -120,10 +146,34 @@ func TestWebhooksThreeProcessesOneRedis(t *testing.T) {
 			t.Fatalf("only %d deliveries within 30s", n)
 		}
 	}
+	// Then hold what the receiver is sent, and join more, until more
+	// requests are held than two processes can have in flight (PerHook,
+	// 16 each): the third, whichever it is, holds some too. Kill one
+	// process mid-way through its requests, and let the rest go on.
+	holding.Store(true)
+	joins(3, 50)
+	for deadline := time.Now().Add(30 * time.Second); held.Load() <= 2*16; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d requests in flight within 30s, want more than two processes' 16 each", held.Load())
+		}
+	}
+	inFlight := held.Load()
 	mu.Lock()
 	killedAt = time.Now()
 	mu.Unlock()
 	procs[0].kill(t)
+	// Release the rest once the receiver has seen the killed process's
+	// connections close (the number held stops falling), so its requests
+	// count as cut, not as answered to a dead process.
+	for prev, deadline := held.Load(), time.Now().Add(10*time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		now := held.Load()
+		if now == prev && now < inFlight {
+			break
+		}
+		prev = now
+	}
+	close(release)
 
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		mu.Lock()
@@ -165,6 +215,6 @@ func TestWebhooksThreeProcessesOneRedis(t *testing.T) {
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("webhooks: %v, %v", hs, err)
 	}
-	t.Logf("%d joins through 3 processes; %d events delivered; %d cut off by the kill and taken over; %d repeated deliveries, all after the kill; stats %+v",
-		len(ids), len(got), len(cut), repeats, hs[0].Stats)
+	t.Logf("%d joins through 3 processes; %d events delivered; %d requests in flight at the kill, %d cut off by it and taken over; %d repeated deliveries, all after the kill; stats %+v",
+		len(ids), len(got), inFlight, len(cut), repeats, hs[0].Stats)
 }
