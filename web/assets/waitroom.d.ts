@@ -239,7 +239,7 @@ declare namespace Waitroom {
     readonly ready: Promise<Session | ForgottenSession>;
     /** Presence and (while active) activity; the session as it is now. */
     heartbeat(): Promise<Session>;
-    /** Gives up the place or slot now; the final session. */
+    /** Gives up the place or slot now; the final session, the line's `session` (the one `onEnded` had). */
     leave(): Promise<Session>;
     /** Stops following the session without leaving it. */
     close(): void;

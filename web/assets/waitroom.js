@@ -373,14 +373,15 @@
   };
 
   // leave gives up the place (or slot) now. It returns a Promise of the
-  // final Session.
+  // final Session: the line's, the one onEnded had, even when the stream
+  // told the end before the leave's own answer came.
   Line.prototype.leave = function () {
     var self = this;
     return this.ready.then(function () {
       return self._fetch("DELETE", "", true);
     }).then(function (s) {
       self._deliver(s);
-      return s;
+      return self._ended && self.session ? self.session : s;
     });
   };
 

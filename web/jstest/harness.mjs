@@ -303,6 +303,9 @@ parentPort.on("message", (data) => { if (typeof self.onmessage === "function") s
  *                or "refused" (an EventSource whose stream is refused at once)
  *   worker       true: a Web Worker on worker_threads (for proof of work)
  *   module       true: a CommonJS module object in scope, as a bundler gives
+ *   fetchGate    (method, url) => a Promise, or undefined: the answer to that
+ *                fetch reaches the script only once the Promise settles (a
+ *                slow network, to order an answer after a stream's event)
  *
  * It returns the script's Waitroom, the window, and what the page did:
  * requests (every fetch: "METHOD url"), beacons, event sources, workers.
@@ -338,8 +341,11 @@ export function browser(opts = {}) {
     },
     fetch(u, init) {
       const url = resolve(u);
-      requests.push(((init && init.method) || "GET") + " " + url);
-      return fetch(url, init);
+      const method = (init && init.method) || "GET";
+      requests.push(method + " " + url);
+      const answer = fetch(url, init);
+      const gate = opts.fetchGate && opts.fetchGate(method, url);
+      return gate ? answer.then((r) => gate.then(() => r, () => r)) : answer;
     },
     setTimeout,
     clearTimeout,

@@ -191,6 +191,26 @@ test("leave gives up the slot to the next in line and ends the line", async (t) 
   assert.equal(second.of("onEnded").length, 1);
 });
 
+test("leave resolves with the line's final session when the stream tells the end first", async (t) => {
+  const room = roomName("leave-order");
+  await putRoom(room, oneSlot);
+  const rec = recorder();
+  // The leave's answer reaches the script only after the stream has told
+  // it the session ended: the order a slow network can give.
+  const page = browser({
+    eventSource: "node",
+    fetchGate: (method) => (method === "DELETE" ? waitFor("the stream tells the end", () => rec.of("onEnded")[0], 10000) : undefined),
+  });
+  const a = page.Waitroom.join({ room, ...rec.callbacks });
+  t.after(() => a.close());
+  assert.equal((await a.ready).status, "active");
+  const left = await a.leave();
+  assert.equal(left.status, "left");
+  assert.deepEqual(rec.names(), ["onAdmitted", "onEnded"], "one onEnded, from the stream");
+  assert.equal(a.session, left, "leave resolves with the line's session");
+  assert.equal(rec.of("onEnded")[0], left, "leave resolves with the session onEnded had");
+});
+
 test("join resumes the stored live session; resume follows an id and never joins", async (t) => {
   const room = roomName("resume");
   await putRoom(room, oneSlot);
