@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,6 +34,37 @@ func TestInversions(t *testing.T) {
 	}
 }
 
+// TestOvertimeWaitsForArrivals checks that a run with Overtime goes on past
+// its Duration until every user has joined, and that one without it stops
+// at its Duration with arrivals not started: 60 arrivals paced over 2 s
+// cannot all start in a run of 300 ms.
+func TestOvertimeWaitsForArrivals(t *testing.T) {
+	store := memstore.New()
+	defer store.Close()
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store}))
+	defer srv.Close()
+	for _, overtime := range []time.Duration{0, time.Minute} {
+		room := "overtime" + strconv.Itoa(int(overtime.Seconds()))
+		if _, _, err := store.PutRoom(context.Background(), room, waitroom.DefaultConfig(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Play(context.Background(), Config{
+			Targets: []string{srv.URL}, Room: room, Users: 60, Rate: 30, Hold: 100 * time.Millisecond, Seed: 3,
+		}, Options{Duration: 300 * time.Millisecond, Overtime: overtime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case overtime == 0 && rep.Joined >= 60:
+			t.Errorf("no overtime: %d of 60 joined in a run of 300ms, want some not started", rep.Joined)
+		case overtime > 0 && rep.Joined != 60:
+			t.Errorf("overtime %v: %d of 60 joined (errors %v), want all", overtime, rep.Joined, rep.Errors)
+		case overtime > 0 && rep.Seconds >= (300*time.Millisecond+overtime).Seconds():
+			t.Errorf("overtime %v: the run took %.1fs, past its overtime", overtime, rep.Seconds)
+		}
+	}
+}
+
 // TestCrowdAgainstServer plays a small crowd against a real API server and
 // checks what it measures: fair admission, capacity respected, nothing
 // lost, and every user's latest position exact at each check.
@@ -56,7 +88,7 @@ func TestCrowdAgainstServer(t *testing.T) {
 	rep, err := Play(context.Background(), Config{
 		Targets: []string{srv.URL}, Room: "crowd", Users: 150, Rate: 150,
 		Hold: 100 * time.Millisecond, Quit: 0.05, Seed: 1,
-	}, Options{Duration: 4 * time.Second, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token,
+	}, Options{Duration: 4 * time.Second, Overtime: time.Minute, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token,
 		OnProgress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatal(err)

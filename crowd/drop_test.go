@@ -44,7 +44,7 @@ func TestCrowdDrop(t *testing.T) {
 	rep, err := Play(context.Background(), Config{
 		Targets: []string{srv.URL}, Room: "drop", Users: users, Rate: 80, // arrivals end well before the opening
 		Hold: 200 * time.Millisecond, Seed: 1,
-	}, Options{OpensIn: 2500 * time.Millisecond, Duration: 6 * time.Second, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token})
+	}, Options{OpensIn: 2500 * time.Millisecond, Duration: 6 * time.Second, Overtime: time.Minute, CheckEvery: 1500 * time.Millisecond, Settle: time.Second, AdminToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,13 @@ type Options struct {
 	AdminToken string
 	// Duration is how long the crowd plays before the run stops.
 	Duration time.Duration
+	// Overtime lets the run go on past Duration, by up to this long, while
+	// fewer than all its users have joined: on a slow machine the
+	// arrivals, paused by each position check, can take longer than
+	// planned, and a run that must see everyone join says so here rather
+	// than with a longer Duration for every run. 0: the run stops at
+	// Duration.
+	Overtime time.Duration
 	// CheckEvery freezes the crowd, pauses the room and compares every
 	// user's latest position with the server's, this often (0: only at the
 	// end). Needs AdminToken.
@@ -392,6 +399,13 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-end:
+			if opt.Overtime > 0 && time.Since(rep.Started) < opt.Duration+opt.Overtime {
+				drain()
+				if joined() < cfg.Users {
+					end = time.After(250 * time.Millisecond) // overtime: look again soon
+					continue
+				}
+			}
 			// A last report, so the final progress is the run's end even
 			// when a slow position check held the ticks up.
 			report()
