@@ -160,21 +160,10 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 	writeError(w, status, code, msg)
 }
 
-// writeError writes the API's error JSON.
+// writeError writes the API's error JSON, through apierror like the API's
+// own answers.
 func writeError(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
-	type body struct {
-		Error struct {
-			Code    waitroom.Code `json:"code"`
-			Message string        `json:"message"`
-		} `json:"error"`
-	}
-	var b body
-	b.Error.Code, b.Error.Message = code, msg
-	out, _ := json.Marshal(b)
-	h := w.Header()
-	h.Set("Content-Type", apierror.ContentType)
-	h.Set("Content-Length", strconv.Itoa(len(out)+1))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(out, '\n'))
+	b, _ := json.Marshal(apierror.Body{Error: apierror.Detail{Code: code, Message: apierror.Clip(msg)}})
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	apierror.WriteBody(w, status, append(b, '\n'))
 }
