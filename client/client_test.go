@@ -13,7 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 )
 

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/memstore"
-	"github.com/waitroom/waitroom/openapi"
+	"github.com/waitroom/waitroom/internal/openapi"
 )
 
 // The client checked against the OpenAPI document (openapi/openapi.json,

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/door"
+	"github.com/waitroom/waitroom/internal/door"
 )
 
 // A room with a door (an invite or a proof of work): the gate joins nobody

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/door"
-	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/internal/door"
+	"github.com/waitroom/waitroom/internal/limit"
 )
 
 // Defaults of Config.

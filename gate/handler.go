@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/apierror"
-	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/internal/apierror"
+	"github.com/waitroom/waitroom/internal/limit"
 )
 
 // Paths of the handler Handler returns.

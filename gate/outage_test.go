@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/internal/limit"
 )
 
 // downStore is a real store that a test can make unreachable: every call

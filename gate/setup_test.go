@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/httpapi"
+	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/memstore"
-	"github.com/waitroom/waitroom/openapi/openapitest"
-	"github.com/waitroom/waitroom/web"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 const adminToken = "gate-test-admin-token"

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
-	"github.com/waitroom/waitroom/redistest"
-	"github.com/waitroom/waitroom/seedredis"
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/seedredis"
 )
 
 // The benchmarks compare redisstore with the command sequence of the seed

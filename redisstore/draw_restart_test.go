@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestDrawSurvivesRedisRestart kills redis-server (append-only file,

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 func putHook(t *testing.T, s *redisstore.Store, room, name string, events ...string) {

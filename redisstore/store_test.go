@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/redisstore"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestSweepLease checks that only one process sweeps a room, that Sweep in

@@ -22,7 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/crowd"
+	"github.com/waitroom/waitroom/internal/crowd"
 )
 
 // attackRoom is the room every attack run joins, on a server of its own.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/challenge"
-	"github.com/waitroom/waitroom/crowd"
+	"github.com/waitroom/waitroom/internal/crowd"
 )
 
 // TestAttackScenario plays `waitroom load --scenario attack` scaled down:

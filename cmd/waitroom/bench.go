@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/waitroom/waitroom/bench"
+	"github.com/waitroom/waitroom/internal/bench"
 )
 
 // benchCommand is `waitroom bench`: it measures waitroom next to what one

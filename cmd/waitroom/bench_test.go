@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/bench"
+	"github.com/waitroom/waitroom/internal/bench"
 )
 
 // smallBench are the flags of a run with the smallest sizes and times: the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // TestMaxConnectionsKeepsTheStore: a real server on its embedded SQLite

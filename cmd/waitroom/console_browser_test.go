@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/browsertest"
+	"github.com/waitroom/waitroom/internal/browsertest"
 	"github.com/waitroom/waitroom/client"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/openapi/openapitest"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestConsoleAcrossProcesses: two `waitroom serve` processes on one Redis.

@@ -22,7 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // The end-to-end crash harness: a real waitroom binary on the embedded

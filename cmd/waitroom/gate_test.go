@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // TestServeUpstreamGatesTheApp runs `waitroom serve --upstream` in front of

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/invite"
+	"github.com/waitroom/waitroom/internal/invite"
 )
 
 const inviteUsage = `Usage:

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // jsTestDir holds the Node tests of /waitroom.js and its declarations.
-var jsTestDir = filepath.Join("..", "..", "web", "jstest")
+var jsTestDir = filepath.Join("..", "..", "internal", "web", "jstest")
 
 // needNode returns the path of node (18 or later, for its test runner).
 // Without it the test is skipped, except under CI=true, where that is a
@@ -84,7 +84,7 @@ func TestWaitroomJS(t *testing.T) {
 	srv, token := startCrashServer(t, bin, t.TempDir(), noJoinLimitFlags(bin))
 
 	// The declarations are served beside the script, as they are on disk.
-	want, err := os.ReadFile(filepath.Join("..", "..", "web", "assets", "waitroom.d.ts"))
+	want, err := os.ReadFile(filepath.Join("..", "..", "internal", "web", "assets", "waitroom.d.ts"))
 	if err != nil {
 		t.Fatal(err)
 	}

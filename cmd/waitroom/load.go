@@ -19,7 +19,7 @@ import (
 	"github.com/vbauerster/mpb/v8/cwriter"
 	"github.com/vbauerster/mpb/v8/decor"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/crowd"
+	"github.com/waitroom/waitroom/internal/crowd"
 )
 
 // usersPerWorker keeps each worker process well under the open-file limit

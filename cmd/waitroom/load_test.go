@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/crowd"
+	"github.com/waitroom/waitroom/internal/crowd"
 )
 
 // TestLoadCommand runs `waitroom load` with two worker processes and two

@@ -13,7 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestThreeProcessesOneRedisStock: three `waitroom serve` processes share

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/crowd"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/crowd"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestThreeProcessesOneRedis: three `waitroom serve` processes share one

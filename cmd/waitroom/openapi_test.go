@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // The end-to-end tests' answers are checked against the OpenAPI document

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/openapi/openapitest"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestRedisDownFailsClosedOrOpen runs two servers on one real Redis, one

@@ -15,7 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 )
 
 // browserless is an HTTP client with cookies that does not follow

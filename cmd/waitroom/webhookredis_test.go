@@ -16,7 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
-	"github.com/waitroom/waitroom/redistest"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // TestWebhooksThreeProcessesOneRedis: three `waitroom serve` processes on

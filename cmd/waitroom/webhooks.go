@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/webhook"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // startWebhooks starts delivering the store's webhook outbox, woken by

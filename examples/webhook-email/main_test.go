@@ -25,7 +25,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/memstore"
-	"github.com/waitroom/waitroom/webhook"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // fakeSender records what it is asked to send, failing while fail is set.

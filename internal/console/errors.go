@@ -1,0 +1,81 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
+)
+
+// statusOf maps the codes the console answers with to their statuses, as
+// the admin API does; any other code is answered as internal.
+var statusOf = map[waitroom.Code]int{
+	waitroom.CodeInvalidRequest:   http.StatusBadRequest,
+	waitroom.CodeInvalidJSON:      http.StatusBadRequest,
+	waitroom.CodeUnauthorized:     http.StatusUnauthorized,
+	waitroom.CodeForbidden:        http.StatusForbidden,
+	waitroom.CodeNotFound:         http.StatusNotFound,
+	waitroom.CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	waitroom.CodeBodyTooLarge:     http.StatusRequestEntityTooLarge,
+	waitroom.CodeRateLimited:      http.StatusTooManyRequests,
+	waitroom.CodeUnavailable:      http.StatusServiceUnavailable,
+	waitroom.CodeInternal:         http.StatusInternalServerError,
+}
+
+// writeError writes err as the API does (apierror's writer, with the
+// console's codes), never to be cached: the code and the person-readable
+// message go to the client, the internal cause only to the log.
+func (c *Console) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	apierror.Writer{
+		Statuses:     statusOf,
+		Log:          c.log,
+		Name:         "console",
+		LogMethod:    clipMethod,
+		LogPath:      clipPath,
+		CacheControl: "no-store",
+	}.Write(w, r, err)
+}
+
+// writeJSON encodes v and writes it with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &waitroom.Error{Code: waitroom.CodeInternal, Message: apierror.MsgInternal, Err: err}
+	}
+	apierror.WriteBody(w, status, append(b, '\n'))
+	return nil
+}
+
+// clipMethod and clipPath keep what a client sends short in messages and
+// logs.
+func clipMethod(m string) string {
+	if len(m) > 16 {
+		return m[:16] + "…"
+	}
+	return m
+}
+
+func clipPath(p string) string {
+	const most = 200
+	if len(p) <= most {
+		return p
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return p[:cut] + "…"
+}
+
+// seconds says a wait in whole seconds, rounded up, for a person.
+func seconds(d time.Duration) string {
+	n := max(1, int64((d+time.Second-1)/time.Second))
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.FormatInt(n, 10) + " seconds"
+}

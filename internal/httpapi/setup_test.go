@@ -1,0 +1,188 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+)
+
+const adminToken = "test-admin-token"
+
+// env is one API server over a fresh memstore.
+type env struct {
+	t       testing.TB
+	store   *memstore.Store
+	clock   *waitroom.ManualClock
+	reg     *prometheus.Registry
+	handler http.Handler // raw, checked against the OpenAPI document for t
+	raw     http.Handler // the API handler itself
+	srv     *httptest.Server
+}
+
+// checkedBy returns the API handler checked against the OpenAPI document
+// for t: a fuzz target, whose every input runs as its own test, calls it
+// with that input's t, since a problem cannot be reported to the F.
+func (e *env) checkedBy(t testing.TB) http.Handler {
+	return checked(t, e.raw)
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
+	e.raw = httpapi.NewHandler(httpapi.Config{
+		Store:      e.store,
+		AdminToken: adminToken,
+		Clock:      e.clock,
+		Registry:   e.reg,
+	})
+	e.handler = checked(t, e.raw)
+	e.srv = httptest.NewServer(e.handler)
+	t.Cleanup(func() {
+		e.srv.Close()
+		_ = e.store.Close()
+	})
+	return e
+}
+
+// checked wraps an API handler so that every answer it writes, to any
+// client or recorder, is checked against the OpenAPI document
+// (openapi/openapi.json): a status, field, header or error code the
+// document does not describe fails t.
+func checked(t testing.TB, h http.Handler) http.Handler {
+	t.Helper()
+	return openapitest.Handler(t, h, apiOnly)
+}
+
+// apiOnly says an API handler is the server without its pages: a request
+// for a page's route (/r/{room}, /admin, …) is answered as an unknown
+// route, as in a server run without the pages.
+var apiOnly = openapitest.Serves("/v1/", "/healthz", "/readyz", "/metrics")
+
+// auth says which Authorization header a request carries.
+type auth int
+
+const (
+	noAuth auth = iota
+	withAdmin
+	wrongToken
+)
+
+func (a auth) String() string {
+	return [...]string{"no token", "admin token", "wrong token"}[a]
+}
+
+func (a auth) set(h http.Header) {
+	switch a {
+	case withAdmin:
+		h.Set("Authorization", "Bearer "+adminToken)
+	case wrongToken:
+		h.Set("Authorization", "Bearer not-"+adminToken)
+	}
+}
+
+// answer is one HTTP answer, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request to the real server.
+func (e *env) do(a auth, method, path, body string) answer {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	a.set(req.Header)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: reading answer: %v", method, path, err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// must sends a request and fails the test unless the answer has status want.
+func (e *env) must(want int, a auth, method, path, body string) answer {
+	e.t.Helper()
+	ans := e.do(a, method, path, body)
+	if ans.status != want {
+		e.t.Fatalf("%s %s: got status %d, want %d; body %s", method, path, ans.status, want, ans.body)
+	}
+	return ans
+}
+
+// session decodes a Session answer.
+func (e *env) session(ans answer) waitroom.Session {
+	e.t.Helper()
+	var s waitroom.Session
+	if err := json.Unmarshal(ans.body, &s); err != nil {
+		e.t.Fatalf("decoding session %s: %v", ans.body, err)
+	}
+	return s
+}
+
+// sessions decodes a {"sessions":[…],"next":…} answer.
+func (e *env) sessions(ans answer) ([]waitroom.Session, string) {
+	e.t.Helper()
+	var v struct {
+		Sessions []waitroom.Session `json:"sessions"`
+		Next     string             `json:"next"`
+	}
+	if err := json.Unmarshal(ans.body, &v); err != nil {
+		e.t.Fatalf("decoding sessions %s: %v", ans.body, err)
+	}
+	return v.Sessions, v.Next
+}
+
+// apiError is the documented error shape, decoded strictly.
+type apiError struct {
+	Error struct {
+		Code    waitroom.Code `json:"code"`
+		Message string        `json:"message"`
+	} `json:"error"`
+	Session   json.RawMessage `json:"session"`
+	Challenge json.RawMessage `json:"challenge"`
+}
+
+// errorShape checks b is exactly the documented error shape and returns it.
+func errorShape(header http.Header, b []byte) (apiError, error) {
+	var v apiError
+	if ct := header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		return v, fmt.Errorf("Content-Type %q, want application/json; charset=utf-8", ct)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, fmt.Errorf("body %s is not the error shape: %v", b, err)
+	}
+	if v.Error.Code == "" || v.Error.Message == "" {
+		return v, fmt.Errorf("body %s lacks a code or message", b)
+	}
+	if len(v.Session) > 0 && v.Error.Code != waitroom.CodeAlreadyJoined && v.Error.Code != waitroom.CodeNotInvited {
+		return v, fmt.Errorf("body %s carries a session with code %s", b, v.Error.Code)
+	}
+	return v, nil
+}
