@@ -19,8 +19,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // The client checked against the OpenAPI document (openapi/openapi.json,

@@ -11,9 +11,9 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 const adminToken = "gate-test-admin-token"

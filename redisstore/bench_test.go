@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/seedredis"
+	"github.com/waitroom/waitroom/redisstore"
 )
 
 // The benchmarks compare redisstore with the command sequence of the seed

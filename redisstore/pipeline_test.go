@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/redisstore"
 )
 
 // evalshaCalls reads how many EVALSHA commands the server has run.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/redisstore"
 )
 
 // TestSweepLease checks that only one process sweeps a room, that Sweep in

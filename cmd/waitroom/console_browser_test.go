@@ -20,8 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/browsertest"
 	"github.com/waitroom/waitroom/client"
+	"github.com/waitroom/waitroom/internal/browsertest"
 )
 
 // TestConsoleInBrowser drives the operator console (/admin/) in Chromium

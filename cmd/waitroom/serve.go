@@ -28,24 +28,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/connguard"
 	"github.com/waitroom/waitroom/internal/connlimit"
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/eta"
-	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/limit"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/outage"
 	"github.com/waitroom/waitroom/internal/push"
-	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/internal/roomstats"
-	"github.com/waitroom/waitroom/sqlitestore"
 	"github.com/waitroom/waitroom/internal/sweeper"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/sqlitestore"
 )
 
 // Server limits. There is no WriteTimeout: event streams stay open for as

@@ -24,8 +24,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // fakeSender records what it is asked to send, failing while fail is set.

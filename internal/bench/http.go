@@ -17,8 +17,8 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/eta"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/sqlitestore"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/webhook"
 	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/sqlitestore"
-	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // webhookRows measures what webhooks cost admission: HTTP durable joins

@@ -18,8 +18,8 @@ import (
 	"github.com/waitroom/waitroom/internal/browsertest"
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // newLiveSite serves the console and the real API (httpapi) over one

@@ -10,8 +10,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 func TestInversions(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/sweeper"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // TestCrowdDrop plays a drop against a real API server: the run schedules

@@ -17,9 +17,9 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // consoleEnv is the API and the console on one real server, as `waitroom

@@ -13,8 +13,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // TestHijackedStreamWire: over HTTP/1.1 an event stream is a close-delimited

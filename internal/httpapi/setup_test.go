@@ -15,8 +15,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 const adminToken = "test-admin-token"

@@ -19,8 +19,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // streamEnv is an API server with fast stream timers and a count of

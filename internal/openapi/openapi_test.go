@@ -15,14 +15,14 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/console"
-	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // doc is the document as plain JSON.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/outage"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // switchable is a real store whose reachability a test turns off: Ping

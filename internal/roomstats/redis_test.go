@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/redisstore"
 )
 
 // TestTwoProcessesCountOnce runs two processes (two clients and stores)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/eta"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // t0 starts every test: a whole bucket, in the future (so a Redis ledger

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // spec is the bucket k steps after t0 of TestSummaryOfAnHour, or false

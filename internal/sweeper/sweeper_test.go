@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/sweeper"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // newClock returns a clock the test moves by hand.

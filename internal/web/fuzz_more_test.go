@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // FuzzPageRequest sends the waiting page any return_to, session cookie,

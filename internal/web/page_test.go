@@ -17,8 +17,8 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/limit"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 var refreshRE = regexp.MustCompile(`<noscript><meta http-equiv="refresh" content="(\d+)"></noscript>`)

@@ -15,10 +15,10 @@ import (
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/eta"
 	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 const adminToken = "web-test-admin-token"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 // heldRoom makes a store with room "h" of two slots that holds places, and

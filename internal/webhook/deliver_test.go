@@ -14,8 +14,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/memstore"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
