@@ -1,27 +1,18 @@
-// Package gate is waitroom's door: it gives every admitted session a signed
-// pass (a JWT: EdDSA by default, HS256 as an option) and enforces it in
-// front of, or inside, the protected app.
+// Package gate verifies waitroom's passes: the signed tokens (JWTs, EdDSA by
+// default, HS256 as an option) that a waitroom server gives every admitted
+// session, for an app to check before it serves a visitor.
 //
-// A Gate (New) signs passes (Fill, for the API and the event streams),
-// checks them (Check, with a cache so a known pass costs a map lookup),
-// records activity through the gate in batches (Touch), and refuses the
-// pass of any session that ended, learning of ends from the store's events
-// (so within a second in every process sharing the store).
+// It is what an app embeds to trust waitroom without calling it:
+//   - KeySet holds the signing keys (LoadKeys reads the folder a server
+//     writes; its ServeHTTP is the JWKS);
+//   - Verify checks a token offline; a Verifier does the same from a key
+//     set or a server's JWKS URL, and its Require is net/http middleware
+//     that sends visitors without a pass to the waiting page;
+//   - Claims is what a valid pass says, and ClaimsFrom finds it in a
+//     request's context.
 //
-// It enforces passes four ways:
-//   - Proxy: a reverse proxy in front of an app (waitroom serve --upstream);
-//   - Handler: forward-auth endpoints for Traefik and Caddy
-//     (GET /v1/gate/{room}/forward-auth) and nginx's auth_request
-//     (GET /v1/gate/{room}/auth-request), and the JWKS;
-//   - Middleware: for net/http apps in the same process as a Gate;
-//   - Verifier and Verify: offline checks for apps that only hold the keys
-//     or the JWKS URL.
-//
-// A browser without a pass is sent to the waiting page /r/{room} with a
-// return_to of the URL it asked for. When it is admitted the page sends it
-// back, and the gate sees the page's session cookie (waitroom-sid-<room>),
-// reads the session, and, if it is active, sets the pass cookie
-// (waitroom-<room>, or __Host-waitroom-<room> over TLS) and lets it in.
-// Passes also come as Authorization: Bearer tokens, for API clients that
-// read the pass from their Session.
+// A pass cannot tell whether its session has since ended; a waitroom
+// server's own gate (forward-auth, the reverse proxy) also refuses passes
+// of ended sessions within a second. That gate lives in the server (package
+// server), not here.
 package gate

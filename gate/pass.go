@@ -62,8 +62,8 @@ var ErrInvalidPass = errors.New("gate: invalid pass")
 // ErrRevoked is returned for a pass whose session has ended.
 var ErrRevoked = errors.New("gate: the pass's session has ended")
 
-// signPass signs a pass for s valid until exp.
-func signPass(ks *KeySet, issuer string, s waitroom.Session, now, exp time.Time) (string, error) {
+// SignPass signs a pass for s valid until exp with the signing key of ks.
+func SignPass(ks *KeySet, issuer string, s waitroom.Session, now, exp time.Time) (string, error) {
 	c := passClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    issuer,

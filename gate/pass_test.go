@@ -42,7 +42,7 @@ func TestVerifyRejects(t *testing.T) {
 	hm, _ := NewKeySet(AlgHS256)
 	s := testSession()
 	now := t0
-	valid, err := signPass(ks, DefaultIssuer, s, now, now.Add(5*time.Minute))
+	valid, err := SignPass(ks, DefaultIssuer, s, now, now.Add(5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestHMACKeySet(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testSession()
-	tok, err := signPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+	tok, err := SignPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestHMACKeySet(t *testing.T) {
 		t.Errorf("Verify HS256 pass: got %v, want valid", err)
 	}
 	ed, _ := NewKeySet(AlgEdDSA)
-	edTok, _ := signPass(ed, DefaultIssuer, s, t0, t0.Add(time.Minute))
+	edTok, _ := SignPass(ed, DefaultIssuer, s, t0, t0.Add(time.Minute))
 	if _, err := Verify(ks, "", "default", edTok, t0); err == nil {
 		t.Error("Verify an EdDSA pass with an HS256 set: got valid, want refused")
 	}
@@ -166,7 +166,7 @@ func TestLoadKeysRotation(t *testing.T) {
 				t.Fatalf("LoadKeys again: got kid %q (err %v), want the same key %q", again.SigningKID(), err, ks.SigningKID())
 			}
 			s := testSession()
-			old, _ := signPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+			old, _ := SignPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
 			// Make sure the new key's mtime is later even on coarse clocks.
 			past := time.Now().Add(-time.Hour)
 			_ = os.Chtimes(filepath.Join(dir, entries[0].Name()), past, past)
@@ -204,7 +204,7 @@ func TestLoadKeysRotation(t *testing.T) {
 				if _, err := Verify(pubs, "", "default", old, t0); err != nil {
 					t.Errorf("verify with the published keys: %v", err)
 				}
-				if _, err := signPass(pubs, DefaultIssuer, s, t0, t0.Add(time.Minute)); err == nil {
+				if _, err := SignPass(pubs, DefaultIssuer, s, t0, t0.Add(time.Minute)); err == nil {
 					t.Error("signing with a public-only set: got a token, want an error")
 				}
 			}
@@ -218,7 +218,7 @@ func TestNewEd25519KeySet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _ := signPass(ks, "me", testSession(), t0, t0.Add(time.Minute))
+	tok, _ := SignPass(ks, "me", testSession(), t0, t0.Add(time.Minute))
 	if _, err := Verify(ks, "me", "default", tok, t0); err != nil {
 		t.Errorf("Verify: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestNewEd25519KeySet(t *testing.T) {
 
 func TestVerifyRefusesOtherSpellings(t *testing.T) {
 	ks, _ := NewKeySet(AlgEdDSA)
-	tok, _ := signPass(ks, DefaultIssuer, testSession(), t0, t0.Add(time.Minute))
+	tok, _ := SignPass(ks, DefaultIssuer, testSession(), t0, t0.Add(time.Minute))
 	// The last character of the signature carries two unused bits; setting
 	// them gives the same bytes in a non-canonical spelling.
 	last := tok[len(tok)-1]
@@ -240,3 +240,6 @@ func TestVerifyRefusesOtherSpellings(t *testing.T) {
 		t.Errorf("Verify of a non-canonical spelling of a valid pass: got valid, want refused")
 	}
 }
+
+// t0 is the tests' fixed now.
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)

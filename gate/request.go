@@ -2,16 +2,12 @@ package gate
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"encoding/json"
 	"net/http"
-	"net/netip"
-	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // Headers the gate reads and writes.
@@ -30,10 +26,6 @@ const (
 	HeaderLocation = "Waitroom-Location"
 )
 
-// SessionCookiePrefix starts the waiting page's session cookie
-// (waitroom-sid-<room>), which the gate reads to issue a pass.
-const SessionCookiePrefix = "waitroom-sid-"
-
 // CookieName returns the name of room's pass cookie: __Host-waitroom-<room>
 // over TLS (bound to the exact host, Secure, Path=/), waitroom-<room>
 // otherwise.
@@ -44,187 +36,9 @@ func CookieName(room string, tls bool) string {
 	return "waitroom-" + room
 }
 
-// original is the request the visitor made, as far as the gate can tell:
-// the request itself, or what a trusted proxy says it forwarded.
-type original struct {
-	scheme, host, uri, method string
-}
-
-func (o original) tls() bool { return o.scheme == "https" }
-
-func (o original) origin() string { return o.scheme + "://" + o.host }
-
-func (o original) url() string { return o.origin() + o.uri }
-
-// trusted reports whether the peer of r is a configured proxy.
-func (g *Gate) trustedPeer(r *http.Request) bool {
-	if len(g.trusted) == 0 {
-		return false
-	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range g.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// original works out the visitor's request. X-Forwarded-Proto, -Host, -Uri
-// and -Method count only from trusted proxies and only when well formed;
-// otherwise the request's own values stand.
-func (g *Gate) original(r *http.Request) original {
-	o := original{scheme: "http", host: r.Host, uri: r.URL.RequestURI(), method: r.Method}
-	if r.TLS != nil {
-		o.scheme = "https"
-	}
-	if g.trustedPeer(r) {
-		o = forwarded(o, r.Header)
-	}
-	if !validHost(o.host) {
-		o.host = ""
-	}
-	return o
-}
-
-// forwarded applies the X-Forwarded-* headers h to o, each only when it is
-// well formed. Only the first value of a list counts (the one the proxy
-// nearest the visitor wrote, when proxies append).
-func forwarded(o original, h http.Header) original {
-	first := func(name string) string {
-		v := h.Get(name)
-		if i := strings.IndexByte(v, ','); i >= 0 {
-			v = v[:i]
-		}
-		return strings.TrimSpace(v)
-	}
-	switch p := strings.ToLower(first("X-Forwarded-Proto")); p {
-	case "http", "https":
-		o.scheme = p
-	}
-	if v := first("X-Forwarded-Host"); v != "" && validHost(v) {
-		o.host = v
-	}
-	if v := h.Get("X-Forwarded-Uri"); v != "" && validURI(v) {
-		o.uri = v
-	}
-	if v := first("X-Forwarded-Method"); v != "" && validToken(v) {
-		o.method = strings.ToUpper(v)
-	}
-	return o
-}
-
-// validHost accepts host[:port] with nothing that could change a URL's
-// meaning (no userinfo, path, query or spaces).
-func validHost(h string) bool {
-	if h == "" || len(h) > 255 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == ':', c == '[', c == ']', c == '_':
-		default:
-			return false
-		}
-	}
-	u, err := url.Parse("http://" + h + "/")
-	if err != nil || u.Host != h || u.Hostname() == "" {
-		return false
-	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return false
-		}
-	}
-	return true
-}
-
-// validURI accepts an origin-form request target: a path starting with a
-// single slash, no control characters, spaces or backslashes.
-func validURI(v string) bool {
-	if len(v) > waitroom.MaxURLLen || !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c <= ' ' || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	_, err := url.ParseRequestURI(v)
-	return err == nil
-}
-
-func validToken(v string) bool {
-	if len(v) > 16 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return true
-}
-
-// allowedOrigin reports whether the gate may send a visitor to origin: the
-// public URL's, a configured one, or (without a public URL) the gated
-// request's own, which is where the visitor already is.
-func (g *Gate) allowedOrigin(origin string, o original) bool {
-	origin = strings.ToLower(origin)
-	if g.origins[origin] {
-		return true
-	}
-	return g.public == nil && o.host != "" && origin == strings.ToLower(o.origin())
-}
-
-// waitingURL is the waiting page of room for the visitor of o, with a
-// return_to of the original URL when the gate may send them back there.
-func (g *Gate) waitingURL(room string, o original) string {
-	base := ""
-	if g.public != nil {
-		base = g.public.Scheme + "://" + g.public.Host
-	} else if o.host != "" {
-		base = o.origin()
-	}
-	u := base + "/r/" + room
-	if o.host != "" && o.method != "" && (o.method == http.MethodGet || o.method == http.MethodHead) {
-		if ret := o.url(); g.allowedOrigin(o.origin(), o) && len(ret) <= waitroom.MaxURLLen {
-			u += "?return_to=" + url.QueryEscape(ret)
-		}
-	}
-	return u
-}
-
-// SafeReturn checks raw as a place to send a visitor: an absolute http(s)
-// URL without credentials whose origin is in allowed (lower-case origins as
-// waitroom.ParseOrigin gives them). It returns the URL re-encoded. It is
-// the check behind every redirect the gate makes.
-func SafeReturn(raw string, allowed map[string]bool) (string, bool) {
-	if raw == "" || len(raw) > waitroom.MaxURLLen || strings.ContainsAny(raw, "\\\t\r\n ") {
-		return "", false
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Opaque != "" {
-		return "", false
-	}
-	if !validHost(u.Host) {
-		return "", false
-	}
-	if !allowed[strings.ToLower(u.Scheme+"://"+u.Host)] {
-		return "", false
-	}
-	return u.String(), true
-}
-
-// passFromRequest returns the pass a request carries: the room's cookie
-// (either name) or an Authorization: Bearer token.
-func passFromRequest(r *http.Request, room string) string {
+// PassFromRequest returns the pass a request carries: the room's cookie
+// (either name) or an Authorization: Bearer token; "" when it has none.
+func PassFromRequest(r *http.Request, room string) string {
 	for _, tls := range []bool{true, false} {
 		if c, err := r.Cookie(CookieName(room, tls)); err == nil && c.Value != "" {
 			return c.Value
@@ -236,167 +50,31 @@ func passFromRequest(r *http.Request, room string) string {
 	return ""
 }
 
-// decision is what the gate concluded about one request.
-type decision struct {
-	ok     bool
-	claims Claims
-	// cookie, when set, is a new or renewed pass to give the visitor.
-	cookie *http.Cookie
-	// fresh says the pass was just issued from the session cookie (the
-	// visitor does not hold it yet).
-	fresh bool
-	// session is the visitor's live session when one is known (a waiting
-	// one, for JSON answers).
-	session *waitroom.Session
+// ctxKey keys the claims of an admitted request in its context.
+type ctxKey struct{}
+
+// WithClaims returns ctx carrying c, the claims of the pass that let a
+// request through; ClaimsFrom reads them back.
+func WithClaims(ctx context.Context, c Claims) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
 }
 
-// decide checks r for room: a valid pass (renewed past half its life), or
-// else an active session named by the waiting page's cookie, which earns a
-// pass. Errors are store failures or an unknown room.
-func (g *Gate) decide(ctx context.Context, r *http.Request, room string, o original, now time.Time) (decision, error) {
-	if tok := passFromRequest(r, room); tok != "" {
-		c, err := g.Check(ctx, room, tok, now)
-		if err == nil {
-			g.Touch(c, now)
-			d := decision{ok: true, claims: c}
-			if now.After(c.IssuedAt.Add(c.Expires.Sub(c.IssuedAt) / 2)) {
-				g.renew(ctx, &d, o, now)
-			}
-			return d, nil
-		}
-	}
-	c, err := r.Cookie(SessionCookiePrefix + room)
-	if err != nil || c.Value == "" {
-		if _, err := g.roomConfig(ctx, room, now); err != nil {
-			return decision{}, err
-		}
-		return decision{}, nil
-	}
-	// The visitor is active and using the app: presence and activity.
-	s, err := g.store.Heartbeat(ctx, room, c.Value, now)
-	switch code := waitroom.ErrorCode(err); {
-	case err == nil:
-	case code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:
-		return decision{}, nil
-	default:
-		return decision{}, err
-	}
-	if s.Status != waitroom.StatusActive {
-		if s.Status.Live() {
-			return decision{session: &s}, nil
-		}
-		return decision{}, nil
-	}
-	tok, p, err := g.passFor(ctx, s, now)
-	if errors.Is(err, ErrRevoked) {
-		return decision{}, nil
-	}
-	if err != nil {
-		return decision{}, err
-	}
-	cl := Claims{Room: room, Session: s.ID, Ticket: s.Ticket, IssuedAt: p.iat, Expires: p.exp}
-	return decision{ok: true, claims: cl, cookie: g.passCookie(room, tok, p.exp, o), fresh: true, session: &s}, nil
+// ClaimsFrom returns the claims of the pass that let a request through
+// Require, waitroom's middleware or its reverse proxy.
+func ClaimsFrom(ctx context.Context) (Claims, bool) {
+	c, ok := ctx.Value(ctxKey{}).(Claims)
+	return c, ok
 }
 
-// renew reissues the pass of an active session past half its life; the
-// store read makes sure it is still active and counts as activity.
-func (g *Gate) renew(ctx context.Context, d *decision, o original, now time.Time) {
-	s, err := g.store.Heartbeat(ctx, d.claims.Room, d.claims.Session, now)
-	if err != nil || s.Status != waitroom.StatusActive {
-		if err == nil || waitroom.ErrorCode(err) == waitroom.CodeSessionNotFound {
-			g.markEnded(d.claims.Session, now)
-			*d = decision{}
-		}
-		// On a store failure the current pass stands until it expires.
-		return
-	}
-	tok, p, err := g.passFor(ctx, s, now)
-	if err != nil {
-		return
-	}
-	d.claims.IssuedAt, d.claims.Expires = p.iat, p.exp
-	d.cookie = g.passCookie(d.claims.Room, tok, p.exp, o)
-}
-
-// passCookie is the cookie holding a pass. HttpOnly keeps it from scripts,
-// SameSite=Lax from other sites' subrequests; over TLS it is Secure and
-// __Host- prefixed so no sibling host can set or read it.
-func (g *Gate) passCookie(room, token string, exp time.Time, o original) *http.Cookie {
-	tls := g.secure || o.tls()
-	return &http.Cookie{
-		Name:     CookieName(room, tls),
-		Value:    token,
-		Path:     "/",
-		Expires:  exp,
-		HttpOnly: true,
-		Secure:   tls,
-		SameSite: http.SameSiteLaxMode,
-	}
-}
-
-// clearCookie removes room's pass cookie.
-func (g *Gate) clearCookie(room string, o original) *http.Cookie {
-	tls := g.secure || o.tls()
-	return &http.Cookie{Name: CookieName(room, tls), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: tls, SameSite: http.SameSiteLaxMode}
-}
-
-// wantsJSON reports whether r is from an API client rather than a browser.
-func wantsJSON(r *http.Request) bool {
+// WantsJSON reports whether r is from an API client rather than a browser.
+func WantsJSON(r *http.Request) bool {
 	a := r.Header.Get("Accept")
 	return strings.Contains(a, "application/json") && !strings.Contains(a, "text/html")
 }
 
-// Revoke ends session id of room (Store.Leave with ReasonRevoked) and
-// refuses its pass from now on in this process; other processes learn of
-// it from the store's events.
-func (g *Gate) Revoke(ctx context.Context, room, id string) error {
-	now := g.clock.Now()
-	g.markEnded(id, now)
-	if _, err := g.store.Leave(ctx, room, id, waitroom.ReasonRevoked, now); err != nil && waitroom.ErrorCode(err) != waitroom.CodeSessionNotFound {
-		return err
-	}
-	return nil
-}
-
-// stripIdentity removes identity headers a client may have sent, so the
-// app can trust the ones the gate sets.
-func stripIdentity(h http.Header) {
-	h.Del(HeaderSession)
-	h.Del(HeaderRoom)
-	h.Del(HeaderTicket)
-}
-
-// setIdentity sets the identity headers of an admitted visitor.
-func setIdentity(h http.Header, c Claims) {
-	h.Set(HeaderSession, c.Session)
-	h.Set(HeaderRoom, c.Room)
-	h.Set(HeaderTicket, strconv.FormatInt(c.Ticket, 10))
-}
-
-// ParseTrustedProxies parses a comma-separated list of CIDR prefixes or
-// single addresses ("127.0.0.1/32, 10.0.0.0/8, ::1"), as a server flag
-// gives it, for Config.TrustedProxies.
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if strings.Contains(f, "/") {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				return nil, fmt.Errorf("gate: trusted proxy %q: %w", f, err)
-			}
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(f)
-		if err != nil {
-			return nil, fmt.Errorf("gate: trusted proxy %q: %w", f, err)
-		}
-		a = a.Unmap()
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
+// WriteError writes waitroom's error JSON, the API's own shape.
+func WriteError(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
+	b, _ := json.Marshal(apierror.Body{Error: apierror.Detail{Code: code, Message: apierror.Clip(msg)}})
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	apierror.WriteBody(w, status, append(b, '\n'))
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom"
 )
 
 // Verifier checks passes offline, for apps that do not hold a Gate: with
@@ -121,17 +123,17 @@ func errorsUnknownKey(err error) bool {
 func (v *Verifier) Require(room, waitingURL string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c, err := v.Verify(r.Context(), room, passFromRequest(r, room), time.Now())
+			c, err := v.Verify(r.Context(), room, PassFromRequest(r, room), time.Now())
 			if err != nil {
 				w.Header().Set("Cache-Control", "no-store")
-				if waitingURL != "" && !wantsJSON(r) {
+				if waitingURL != "" && !WantsJSON(r) {
 					http.Redirect(w, r, waitingURL, http.StatusSeeOther)
 					return
 				}
-				writeError(w, http.StatusUnauthorized, "unauthorized", "No valid pass for this room.")
+				WriteError(w, http.StatusUnauthorized, waitroom.CodeUnauthorized, "No valid pass for this room.")
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+			next.ServeHTTP(w, r.WithContext(WithClaims(r.Context(), c)))
 		})
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/eta"
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/metrics"
@@ -240,7 +241,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 			return c, badUsage(fs, "--public-url must be scheme://host[:port], not %q", c.publicURL)
 		}
 	}
-	if _, err := gate.ParseTrustedProxies(c.trustedProxies); err != nil {
+	if _, err := gatekeeper.ParseTrustedProxies(c.trustedProxies); err != nil {
 		return c, badUsage(fs, "--trusted-proxies: %v", err)
 	}
 	if _, err := c.limits(); err != nil {
@@ -397,9 +398,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return r.JoinsPerMinute, err
 	}))
 	defer dr.Close()
-	gateProxies, _ := gate.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
+	gateProxies, _ := gatekeeper.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
 	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory}
-	gt, err := gate.New(gate.Config{
+	gt, err := gatekeeper.New(gatekeeper.Config{
 		Store:          store,
 		Keys:           keys,
 		Clock:          clock,
@@ -493,8 +494,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		mux.Handle(console.Prefix, cons.Handler())
 	}
 	gh := gt.Handler()
-	mux.Handle(gate.Prefix, gh)
-	mux.Handle(gate.JWKSPath, gh)
+	mux.Handle(gatekeeper.Prefix, gh)
+	mux.Handle(gatekeeper.JWKSPath, gh)
 	if cfg.upstream == "" {
 		mux.Handle("/", handler)
 	} else {
@@ -510,7 +511,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 				bypass = append(bypass, b)
 			}
 		}
-		proxy, err := gt.Proxy(gate.ProxyConfig{Upstream: up, Room: cfg.room, Bypass: bypass, Transport: upstreamTransport()})
+		proxy, err := gt.Proxy(gatekeeper.ProxyConfig{Upstream: up, Room: cfg.room, Bypass: bypass, Transport: upstreamTransport()})
 		if err != nil {
 			return fmt.Errorf("--upstream: %w", err)
 		}

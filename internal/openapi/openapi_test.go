@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/console"
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
@@ -111,7 +111,7 @@ func otherRoutes() []string {
 		"GET " + web.AssetPrefix + "{asset}",
 		"GET " + web.DemoPrefix,
 		"GET " + web.DemoAppPath,
-		"GET " + gate.JWKSPath,
+		"GET " + gatekeeper.JWKSPath,
 		"GET " + strings.TrimSuffix(console.Prefix, "/"),
 		"GET " + console.Prefix,
 		"GET " + console.Prefix + "{file}",
@@ -119,7 +119,7 @@ func otherRoutes() []string {
 		"POST " + console.Prefix + "api/session",
 		"DELETE " + console.Prefix + "api/session",
 	}
-	for _, p := range []string{gate.ForwardAuthPath, gate.AuthRequestPath} {
+	for _, p := range []string{gatekeeper.ForwardAuthPath, gatekeeper.AuthRequestPath} {
 		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
 			out = append(out, m+" "+p)
 		}

@@ -1,10 +1,12 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,7 +32,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 		return s
 	}
 	storeA, storeB := open("a"), open("b")
-	keys, _ := NewKeySet(AlgEdDSA)
+	keys, _ := gate.NewKeySet(gate.AlgEdDSA)
 	// No resync window: the second gate must learn of the end from the
 	// event alone, not by asking the store.
 	newGate := func(s waitroom.Store) *Gate {
@@ -64,7 +66,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gateA.Check(ctx, "default", s.Pass, time.Now()); !errors.Is(err, ErrRevoked) {
+		if _, err := gateA.Check(ctx, "default", s.Pass, time.Now()); !errors.Is(err, gate.ErrRevoked) {
 			t.Errorf("%s: gate A right after: got %v, want ErrRevoked", how, err)
 		}
 		// The goal is within a second; the test allows more so a loaded CI
@@ -72,7 +74,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 		deadline := start.Add(5 * time.Second)
 		for {
 			_, err := gateB.Check(ctx, "default", s.Pass, time.Now())
-			if errors.Is(err, ErrRevoked) {
+			if errors.Is(err, gate.ErrRevoked) {
 				lat := time.Since(start)
 				t.Logf("%s: gate B refused the pass %v after the end", how, lat)
 				if lat > time.Second {

@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 )
@@ -128,7 +130,7 @@ func newFrontEnv(t *testing.T) *frontEnv {
 	e := newEnv(t, envConfig{room: cfg, clock: waitroom.SystemClock{}, gateCfg: func(c *Config) { c.ResyncWindow = time.Nanosecond }})
 	e.serve(nil)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "app:"+r.Header.Get(HeaderSession))
+		io.WriteString(w, "app:"+r.Header.Get(gate.HeaderSession))
 	}))
 	t.Cleanup(app.Close)
 	return &frontEnv{env: e, app: app}
@@ -208,7 +210,7 @@ func scenario(t *testing.T, f *frontEnv, front string) {
 	if status != http.StatusOK || body != "app:"+sid || final.Path != "/shop/cart" {
 		t.Fatalf("admitted browser: ended at %d %s with %q, want the app with its session", status, final, body)
 	}
-	if b.cookie(front, CookieName("default", false)) == "" {
+	if b.cookie(front, gate.CookieName("default", false)) == "" {
 		t.Fatal("admitted browser holds no pass cookie")
 	}
 	_, status, body = b.get(front + "/shop/other")

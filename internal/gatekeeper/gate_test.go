@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 )
@@ -21,7 +23,7 @@ func TestFillCachesAndBoundsPasses(t *testing.T) {
 	clock := e.clock.(*waitroom.ManualClock)
 	s := e.join()
 	first := e.pass(s)
-	c, err := Verify(e.keys, "", "default", first, clock.Now())
+	c, err := gate.Verify(e.keys, "", "default", first, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestFillCachesAndBoundsPasses(t *testing.T) {
 	// Near max_session the pass ends with the session.
 	clock.Set(s.AdmittedAt.Add(9 * time.Minute))
 	last := e.pass(s)
-	c, _ = Verify(e.keys, "", "default", last, clock.Now())
+	c, _ = gate.Verify(e.keys, "", "default", last, clock.Now())
 	if want := s.AdmittedAt.Add(10 * time.Minute).Truncate(time.Second); !c.Expires.Equal(want) {
 		t.Errorf("pass expiry near max_session: got %v, want %v", c.Expires, want)
 	}
@@ -67,7 +69,7 @@ func TestPassRefusedRightAfterLeaveOrDelete(t *testing.T) {
 	if _, err := e.store.Leave(ctx, "default", a.ID, waitroom.ReasonRevoked, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.gate.Check(ctx, "default", passA, now); !errors.Is(err, ErrRevoked) {
+	if _, err := e.gate.Check(ctx, "default", passA, now); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check right after Leave: got %v, want ErrRevoked", err)
 	}
 
@@ -83,7 +85,7 @@ func TestPassRefusedRightAfterLeaveOrDelete(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("admin DELETE: got %d, want 200", resp.StatusCode)
 	}
-	if _, err := e.gate.Check(ctx, "default", passB, now); !errors.Is(err, ErrRevoked) {
+	if _, err := e.gate.Check(ctx, "default", passB, now); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check right after admin DELETE: got %v, want ErrRevoked", err)
 	}
 
@@ -93,7 +95,7 @@ func TestPassRefusedRightAfterLeaveOrDelete(t *testing.T) {
 	if err := e.store.DeleteRoom(ctx, "default", true, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.gate.Check(ctx, "default", passC, now); !errors.Is(err, ErrRevoked) {
+	if _, err := e.gate.Check(ctx, "default", passC, now); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check after the room was deleted: got %v, want ErrRevoked", err)
 	}
 }
@@ -113,7 +115,7 @@ func TestResyncWindowChecksStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g2.Close()
-	if _, err := g2.Check(ctx, "default", pass, e.clock.Now()); !errors.Is(err, ErrRevoked) {
+	if _, err := g2.Check(ctx, "default", pass, e.clock.Now()); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check in a fresh gate of an ended session: got %v, want ErrRevoked", err)
 	}
 	// A resync hint opens the window again.
@@ -228,7 +230,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 		return w
 	}
 	browser := func(r *http.Request) { r.Header.Set("Accept", "text/html") }
-	withPass := func(r *http.Request) { r.AddCookie(&http.Cookie{Name: CookieName("default", false), Value: pass}) }
+	withPass := func(r *http.Request) { r.AddCookie(&http.Cookie{Name: gate.CookieName("default", false), Value: pass}) }
 	withSID := func(id string) func(*http.Request) {
 		return func(r *http.Request) {
 			r.Header.Set("Accept", "text/html")
@@ -238,7 +240,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 	wantWait := "http://shop.test/r/default?return_to=" + url.QueryEscape("http://shop.test/cart")
 
 	w := call("/v1/gate/default/forward-auth", withPass)
-	if w.Code != http.StatusOK || w.Header().Get(HeaderSession) != active.ID || w.Header().Get(HeaderTicket) != "1" {
+	if w.Code != http.StatusOK || w.Header().Get(gate.HeaderSession) != active.ID || w.Header().Get(gate.HeaderTicket) != "1" {
 		t.Errorf("forward-auth with pass: got %d %v, want 200 with identity", w.Code, w.Header())
 	}
 	w = call("/v1/gate/default/forward-auth", browser)
@@ -246,16 +248,16 @@ func TestForwardAuthEndpoints(t *testing.T) {
 		t.Errorf("forward-auth browser without pass: got %d Location %q, want 303 %q", w.Code, w.Header().Get("Location"), wantWait)
 	}
 	w = call("/v1/gate/default/forward-auth", func(r *http.Request) { r.Header.Set("Accept", "application/json") })
-	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), `"code":"unauthorized"`) || w.Header().Get(HeaderLocation) != wantWait {
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), `"code":"unauthorized"`) || w.Header().Get(gate.HeaderLocation) != wantWait {
 		t.Errorf("forward-auth API client: got %d %s, want 401 JSON with Waitroom-Location", w.Code, w.Body)
 	}
 	w = call("/v1/gate/default/auth-request", withPass)
-	if w.Code != http.StatusNoContent || w.Header().Get(HeaderSession) != active.ID {
+	if w.Code != http.StatusNoContent || w.Header().Get(gate.HeaderSession) != active.ID {
 		t.Errorf("auth-request with pass: got %d, want 204 with identity", w.Code)
 	}
 	w = call("/v1/gate/default/auth-request", browser)
-	if w.Code != http.StatusUnauthorized || w.Header().Get(HeaderLocation) != wantWait {
-		t.Errorf("auth-request without pass: got %d %q, want 401 with Waitroom-Location %q", w.Code, w.Header().Get(HeaderLocation), wantWait)
+	if w.Code != http.StatusUnauthorized || w.Header().Get(gate.HeaderLocation) != wantWait {
+		t.Errorf("auth-request without pass: got %d %q, want 401 with Waitroom-Location %q", w.Code, w.Header().Get(gate.HeaderLocation), wantWait)
 	}
 	// A waiting session is still turned away.
 	w = call("/v1/gate/default/auth-request", withSID(waiting.ID))
@@ -265,7 +267,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 	// An active session from the waiting page earns its pass: nginx gets
 	// it on the 2xx, Caddy/Traefik by a redirect back to the same URL.
 	w = call("/v1/gate/default/auth-request", withSID(active.ID))
-	if w.Code != http.StatusNoContent || !strings.HasPrefix(w.Header().Get("Set-Cookie"), CookieName("default", false)+"=") {
+	if w.Code != http.StatusNoContent || !strings.HasPrefix(w.Header().Get("Set-Cookie"), gate.CookieName("default", false)+"=") {
 		t.Errorf("auth-request of an active session: got %d Set-Cookie %q, want 204 with the pass cookie", w.Code, w.Header().Get("Set-Cookie"))
 	}
 	w = call("/v1/gate/default/forward-auth", withSID(active.ID))

@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"io"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 )
@@ -87,7 +89,7 @@ func benchGate(b *testing.B, work time.Duration, parallelism int) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					req, _ := http.NewRequest(http.MethodGet, tc.url+"/page", nil)
-					req.AddCookie(&http.Cookie{Name: CookieName("default", false), Value: pass})
+					req.AddCookie(&http.Cookie{Name: gate.CookieName("default", false), Value: pass})
 					resp, err := client.Do(req)
 					if err != nil {
 						b.Error(err)

@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"net/http"
@@ -7,18 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/gate"
+
 	"github.com/waitroom/waitroom"
 )
 
 // FuzzVerify feeds arbitrary tokens to the pass parser: it must never
 // panic, and nothing but a pass this key set signed may verify.
 func FuzzVerify(f *testing.F) {
-	ks, err := NewKeySet(AlgEdDSA)
+	ks, err := gate.NewKeySet(gate.AlgEdDSA)
 	if err != nil {
 		f.Fatal(err)
 	}
 	s := waitroom.Session{ID: waitroom.NewSessionID(3).String(), Room: "default", Ticket: 3, Status: waitroom.StatusActive}
-	valid, _ := signPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+	valid, _ := gate.SignPass(ks, gate.DefaultIssuer, s, t0, t0.Add(time.Minute))
 	f.Add(valid)
 	f.Add("")
 	f.Add("a.b.c")
@@ -29,7 +31,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(parts[0] + "." + parts[1] + ".")
 	f.Add(parts[0] + ".." + parts[2])
 	f.Fuzz(func(t *testing.T, token string) {
-		c, err := Verify(ks, "", "default", token, t0)
+		c, err := gate.Verify(ks, "", "default", token, t0)
 		if err != nil {
 			return
 		}

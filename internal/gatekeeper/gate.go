@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/door"
@@ -50,7 +52,7 @@ type Config struct {
 	// Store holds the rooms. It is required.
 	Store waitroom.Store
 	// Keys sign and verify passes. It is required; see LoadKeys.
-	Keys *KeySet
+	Keys *gate.KeySet
 	// Issuer is the passes' iss claim; "" means DefaultIssuer.
 	Issuer string
 	// Clock gives the time; nil means waitroom.SystemClock.
@@ -105,7 +107,7 @@ type Config struct {
 // to stop its background work.
 type Gate struct {
 	store   waitroom.Store
-	keys    *KeySet
+	keys    *gate.KeySet
 	issuer  string
 	clock   waitroom.Clock
 	log     *slog.Logger
@@ -152,7 +154,7 @@ type Gate struct {
 }
 
 type verifiedPass struct {
-	c Claims
+	c gate.Claims
 }
 
 type roomInfo struct {
@@ -209,7 +211,7 @@ func New(cfg Config) (*Gate, error) {
 		stop:      make(chan struct{}),
 	}
 	if g.issuer == "" {
-		g.issuer = DefaultIssuer
+		g.issuer = gate.DefaultIssuer
 	}
 	if g.clock == nil {
 		g.clock = waitroom.SystemClock{}
@@ -267,7 +269,7 @@ func (g *Gate) Close() error {
 }
 
 // Keys returns the gate's key set (whose ServeHTTP is the JWKS).
-func (g *Gate) Keys() *KeySet { return g.keys }
+func (g *Gate) Keys() *gate.KeySet { return g.keys }
 
 // onEvent keeps the revocation set: every session that ended is refused
 // from now on, whatever pass it holds. It runs on the store's goroutine,
@@ -304,7 +306,7 @@ func (g *Gate) onEvent(ev waitroom.Event) {
 		delete(g.rooms, ev.Room)
 		g.roomsDead[ev.Room] = now
 	}
-	forget := now.Add(g.maxTTL + 2*Leeway)
+	forget := now.Add(g.maxTTL + 2*gate.Leeway)
 	for _, c := range ev.Changes {
 		if c.From == waitroom.StatusActive && c.Session.Status == waitroom.StatusWaiting {
 			// Sent back to the line (queue-all): passes of its admissions
@@ -345,7 +347,7 @@ func (g *Gate) markEnded(id string, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.ended) < maxEnded {
-		g.ended[id] = now.Add(g.maxTTL + 2*Leeway)
+		g.ended[id] = now.Add(g.maxTTL + 2*gate.Leeway)
 	}
 	delete(g.passes, id)
 	delete(g.beats, id)
@@ -353,7 +355,7 @@ func (g *Gate) markEnded(id string, now time.Time) {
 
 // isEnded reports whether a pass for c must be refused because its session
 // ended or its room was deleted after the pass was issued.
-func (g *Gate) isEnded(c Claims) bool {
+func (g *Gate) isEnded(c gate.Claims) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if _, ok := g.ended[c.Session]; ok {
@@ -415,7 +417,7 @@ func (g *Gate) Fill(s *waitroom.Session, now time.Time) {
 	}
 	tok, _, err := g.passFor(context.Background(), *s, now)
 	if err != nil {
-		if !errors.Is(err, ErrRevoked) {
+		if !errors.Is(err, gate.ErrRevoked) {
 			g.log.Warn("gate: signing a pass failed", "room", s.Room, "err", err)
 		}
 		s.Pass = ""
@@ -432,7 +434,7 @@ func (g *Gate) passFor(ctx context.Context, s waitroom.Session, now time.Time) (
 	_, ended := g.ended[s.ID]
 	g.mu.RUnlock()
 	if ended {
-		return "", issued{}, ErrRevoked
+		return "", issued{}, gate.ErrRevoked
 	}
 	if ok && now.Before(p.iat.Add(p.exp.Sub(p.iat)/2)) && !now.Before(p.iat) {
 		return p.token, p, nil
@@ -445,12 +447,12 @@ func (g *Gate) passFor(ctx context.Context, s waitroom.Session, now time.Time) (
 	}
 	exp := g.passExpiry(cfg, s.AdmittedAt, now)
 	if !exp.After(now) {
-		return "", issued{}, ErrRevoked
+		return "", issued{}, gate.ErrRevoked
 	}
 	// JWT times are whole seconds; round so the cached times match the token.
 	iat := now.Truncate(time.Second)
 	exp = exp.Truncate(time.Second)
-	tok, err := signPass(g.keys, g.issuer, s, iat, exp)
+	tok, err := gate.SignPass(g.keys, g.issuer, s, iat, exp)
 	if err != nil {
 		return "", issued{}, err
 	}
@@ -465,20 +467,20 @@ func (g *Gate) passFor(ctx context.Context, s waitroom.Session, now time.Time) (
 
 // verify checks a pass for room: from the cache when this token was seen
 // before, else by its signature.
-func (g *Gate) verify(room, token string, now time.Time) (Claims, error) {
+func (g *Gate) verify(room, token string, now time.Time) (gate.Claims, error) {
 	if v, ok := g.verified.Load(token); ok {
 		c := v.(*verifiedPass).c
 		if c.Room != room {
-			return Claims{}, fmt.Errorf("%w: token has invalid audience", ErrInvalidPass)
+			return gate.Claims{}, fmt.Errorf("%w: token has invalid audience", gate.ErrInvalidPass)
 		}
-		if !now.Before(c.Expires.Add(Leeway)) {
-			return Claims{}, fmt.Errorf("%w: token is expired", ErrInvalidPass)
+		if !now.Before(c.Expires.Add(gate.Leeway)) {
+			return gate.Claims{}, fmt.Errorf("%w: token is expired", gate.ErrInvalidPass)
 		}
 		return c, nil
 	}
-	c, err := Verify(g.keys, g.issuer, room, token, now)
+	c, err := gate.Verify(g.keys, g.issuer, room, token, now)
 	if err != nil {
-		return Claims{}, err
+		return gate.Claims{}, err
 	}
 	if g.verifiedN.Load() < maxVerified {
 		if _, loaded := g.verified.LoadOrStore(token, &verifiedPass{c: c}); !loaded {
@@ -491,19 +493,19 @@ func (g *Gate) verify(room, token string, now time.Time) (Claims, error) {
 // Check verifies token as a pass for room and that its session has not
 // ended: the guard "is this session active" for apps that hold a Gate. It
 // does not count as activity (Touch does).
-func (g *Gate) Check(ctx context.Context, room, token string, now time.Time) (Claims, error) {
+func (g *Gate) Check(ctx context.Context, room, token string, now time.Time) (gate.Claims, error) {
 	c, err := g.verify(room, token, now)
 	if err != nil {
-		return Claims{}, err
+		return gate.Claims{}, err
 	}
 	if g.isEnded(c) {
-		return Claims{}, ErrRevoked
+		return gate.Claims{}, gate.ErrRevoked
 	}
 	// Passes are stamped in whole seconds: one stamped in the second of
 	// the blind moment counts as issued before it.
 	if now.UnixNano() < g.storeUntil.Load() || !c.IssuedAt.After(time.Unix(0, g.blindAt.Load())) {
 		if !g.activeInStore(ctx, c, now) {
-			return Claims{}, ErrRevoked
+			return gate.Claims{}, gate.ErrRevoked
 		}
 	}
 	return c, nil
@@ -512,11 +514,11 @@ func (g *Gate) Check(ctx context.Context, room, token string, now time.Time) (Cl
 // Validate is Check and Touch at the gate's clock: the guard "validate and
 // refresh last active" for apps that hold a Gate and check passes
 // themselves (the Middleware does this for every request).
-func (g *Gate) Validate(ctx context.Context, room, token string) (Claims, error) {
+func (g *Gate) Validate(ctx context.Context, room, token string) (gate.Claims, error) {
 	now := g.clock.Now()
 	c, err := g.Check(ctx, room, token, now)
 	if err != nil {
-		return Claims{}, err
+		return gate.Claims{}, err
 	}
 	g.Touch(c, now)
 	return c, nil
@@ -524,7 +526,7 @@ func (g *Gate) Validate(ctx context.Context, room, token string) (Claims, error)
 
 // activeInStore asks the store whether c's session is active, at most once
 // a second per session; used while events may have been missed.
-func (g *Gate) activeInStore(ctx context.Context, c Claims, now time.Time) bool {
+func (g *Gate) activeInStore(ctx context.Context, c gate.Claims, now time.Time) bool {
 	g.mu.RLock()
 	ch, ok := g.checked[c.Session]
 	g.mu.RUnlock()
@@ -552,7 +554,7 @@ func (g *Gate) activeInStore(ctx context.Context, c Claims, now time.Time) bool 
 // Touch records activity of c's session, written to the store at most once
 // per activity interval and off the caller's path: the guard "refresh last
 // active" for apps that hold a Gate.
-func (g *Gate) Touch(c Claims, now time.Time) {
+func (g *Gate) Touch(c gate.Claims, now time.Time) {
 	interval := g.beatMax
 	g.mu.RLock()
 	last, ok := g.beats[c.Session]
@@ -626,7 +628,7 @@ func (g *Gate) janitor() {
 // prune drops expired cache entries and revocations no pass can outlive.
 func (g *Gate) prune(now time.Time) {
 	g.verified.Range(func(k, v any) bool {
-		if !now.Before(v.(*verifiedPass).c.Expires.Add(Leeway)) {
+		if !now.Before(v.(*verifiedPass).c.Expires.Add(gate.Leeway)) {
 			g.verified.Delete(k)
 			g.verifiedN.Add(-1)
 		}
@@ -645,7 +647,7 @@ func (g *Gate) prune(now time.Time) {
 		}
 	}
 	for room, at := range g.roomsDead {
-		if now.Sub(at) > g.maxTTL+2*Leeway {
+		if now.Sub(at) > g.maxTTL+2*gate.Leeway {
 			delete(g.roomsDead, room)
 		}
 	}

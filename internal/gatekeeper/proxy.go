@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/gate"
+
 	"github.com/waitroom/waitroom"
 )
 
@@ -34,16 +36,6 @@ type ProxyConfig struct {
 	// Transport carries requests to the upstream; nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
-}
-
-// ctxKey keys the claims of an admitted request in its context.
-type ctxKey struct{}
-
-// ClaimsFrom returns the claims of the pass that let r's request through
-// the Middleware or the proxy.
-func ClaimsFrom(ctx context.Context) (Claims, bool) {
-	c, ok := ctx.Value(ctxKey{}).(Claims)
-	return c, ok
 }
 
 // Proxy returns the reverse-proxy handler: a request with a valid pass (or
@@ -75,7 +67,7 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 			}
 			pr.Out.Header.Set("X-Forwarded-Proto", o.scheme)
 			stripIdentity(pr.Out.Header)
-			if c, ok := ClaimsFrom(pr.In.Context()); ok {
+			if c, ok := gate.ClaimsFrom(pr.In.Context()); ok {
 				setIdentity(pr.Out.Header, c)
 			}
 		},
@@ -93,11 +85,11 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 			if cb, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok && cb.failed.Load() {
 				// The client broke its body (it ended early, or its chunks
 				// are not chunks): its fault, not the app's.
-				writeError(w, http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request's body could not be read: it ended before its length, or its chunked encoding is malformed.")
+				gate.WriteError(w, http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request's body could not be read: it ended before its length, or its chunked encoding is malformed.")
 				return
 			}
 			g.log.Warn("gate: upstream failed", "err", err)
-			writeError(w, http.StatusBadGateway, waitroom.CodeUnavailable, "The protected app did not answer.")
+			gate.WriteError(w, http.StatusBadGateway, waitroom.CodeUnavailable, "The protected app did not answer.")
 		},
 	}
 	proxied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -149,12 +141,12 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 // pass cookie; "sold" and "release" tell a room with an inventory that the
 // visitor bought its reserved unit, or gave it back.
 func (g *Gate) command(ctx context.Context, h http.Header, r *http.Request) {
-	cmd := h.Values(HeaderCommand)
+	cmd := h.Values(gate.HeaderCommand)
 	if len(cmd) == 0 {
 		return
 	}
-	h.Del(HeaderCommand)
-	c, ok := ClaimsFrom(ctx)
+	h.Del(gate.HeaderCommand)
+	c, ok := gate.ClaimsFrom(ctx)
 	if !ok {
 		return
 	}
@@ -230,7 +222,7 @@ func (g *Gate) enforce(room string, bypass *bypass, next http.Handler, wrap bool
 		if d.cookie != nil {
 			http.SetCookie(w, d.cookie)
 		}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, d.claims))
+		r = r.WithContext(gate.WithClaims(r.Context(), d.claims))
 		if !wrap {
 			setIdentity(r.Header, d.claims)
 			next.ServeHTTP(w, r)
@@ -282,12 +274,12 @@ func (g *Gate) join(w http.ResponseWriter, r *http.Request, room string, o origi
 	}
 	tok, p, err := g.passFor(r.Context(), s, now)
 	if err != nil {
-		if errors.Is(err, ErrRevoked) {
+		if errors.Is(err, gate.ErrRevoked) {
 			return s, decision{}, nil
 		}
 		return s, decision{}, err
 	}
-	c := Claims{Room: room, Session: s.ID, Ticket: s.Ticket, IssuedAt: p.iat, Expires: p.exp}
+	c := gate.Claims{Room: room, Session: s.ID, Ticket: s.Ticket, IssuedAt: p.iat, Expires: p.exp}
 	return s, decision{ok: true, claims: c, cookie: g.passCookie(room, tok, p.exp, o), fresh: true}, nil
 }
 
@@ -295,7 +287,7 @@ func (g *Gate) join(w http.ResponseWriter, r *http.Request, room string, o origi
 // page, API clients get 503 with their Session and Retry-After.
 func (g *Gate) turnAway(w http.ResponseWriter, r *http.Request, room string, o original, s waitroom.Session) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !wantsJSON(r) {
+	if !gate.WantsJSON(r) {
 		http.Redirect(w, r, g.waitingURL(room, o), http.StatusSeeOther)
 		return
 	}
@@ -309,7 +301,7 @@ func (g *Gate) turnAway(w http.ResponseWriter, r *http.Request, room string, o o
 	h := w.Header()
 	h.Set("Retry-After", strconv.FormatInt(retry, 10))
 	h.Set("Content-Type", "application/json")
-	h.Set(HeaderLocation, g.waitingURL(room, o))
+	h.Set(gate.HeaderLocation, g.waitingURL(room, o))
 	w.WriteHeader(http.StatusServiceUnavailable)
 	if s.ID == "" {
 		_, _ = w.Write([]byte("{}\n")) // not in line yet: the waiting page's door comes first

@@ -1,10 +1,12 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/memstore"
@@ -18,7 +20,7 @@ func TestQueueAllRevokesPasses(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	defer store.Close()
-	keys, err := NewKeySet(AlgEdDSA)
+	keys, err := gate.NewKeySet(gate.AlgEdDSA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestQueueAllRevokesPasses(t *testing.T) {
 	if _, _, err := store.QueueAll(ctx, "r", t1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Check(ctx, "r", old, t1); !errors.Is(err, ErrRevoked) {
+	if _, err := g.Check(ctx, "r", old, t1); !errors.Is(err, gate.ErrRevoked) {
 		t.Fatalf("pass after queue-all: %v, want revoked", err)
 	}
 	cfg.Paused = false
@@ -69,7 +71,7 @@ func TestQueueAllRevokesPasses(t *testing.T) {
 	if !c.AdmittedAt.Equal(t2.Truncate(time.Millisecond)) {
 		t.Fatalf("pass admitted_at %v, want %v", c.AdmittedAt, t2)
 	}
-	if _, err := g.Check(ctx, "r", old, t2); !errors.Is(err, ErrRevoked) {
+	if _, err := g.Check(ctx, "r", old, t2); !errors.Is(err, gate.ErrRevoked) {
 		t.Fatalf("old pass after the new admission: %v, want still revoked", err)
 	}
 }

@@ -1,10 +1,11 @@
-package gate
+package gatekeeper
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/apierror"
@@ -32,7 +33,7 @@ func (g *Gate) Handler() http.Handler {
 	m.HandleFunc(AuthRequestPath, g.authRequest)
 	m.Handle("GET "+JWKSPath, g.keys)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, waitroom.CodeNotFound, "There is no such route.")
+		gate.WriteError(w, http.StatusNotFound, waitroom.CodeNotFound, "There is no such route.")
 	})
 	return m
 }
@@ -60,7 +61,7 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 	h.Set("Cache-Control", "no-store")
 	room := r.PathValue("room")
 	if !waitroom.ValidRoomName(room) {
-		writeError(w, http.StatusBadRequest, waitroom.CodeInvalidRoomName, "That is not a valid room name.")
+		gate.WriteError(w, http.StatusBadRequest, waitroom.CodeInvalidRoomName, "That is not a valid room name.")
 		return
 	}
 	now := g.clock.Now()
@@ -84,7 +85,7 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 	if d.ok {
 		if d.cookie != nil {
 			http.SetCookie(w, d.cookie)
-			if redirects && d.fresh && !wantsJSON(r) && o.host != "" && o.uri != "" {
+			if redirects && d.fresh && !gate.WantsJSON(r) && o.host != "" && o.uri != "" {
 				if to, ok := g.selfURL(o); ok {
 					h.Set("Location", to)
 					w.WriteHeader(http.StatusTemporaryRedirect)
@@ -101,13 +102,13 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 		return
 	}
 	loc := g.waitingURL(room, o)
-	h.Set(HeaderLocation, loc)
-	if redirects && !wantsJSON(r) {
+	h.Set(gate.HeaderLocation, loc)
+	if redirects && !gate.WantsJSON(r) {
 		h.Set("Location", loc)
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	writeError(w, http.StatusUnauthorized, waitroom.CodeUnauthorized, "No valid pass for this room; join the line at the waiting page.")
+	gate.WriteError(w, http.StatusUnauthorized, waitroom.CodeUnauthorized, "No valid pass for this room; join the line at the waiting page.")
 }
 
 // selfURL is the visitor's original URL, when the gate may send them there.
@@ -157,13 +158,5 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 	if status >= 500 {
 		g.log.Error("gate: store failure", "err", err)
 	}
-	writeError(w, status, code, msg)
-}
-
-// writeError writes the API's error JSON, through apierror like the API's
-// own answers.
-func writeError(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
-	b, _ := json.Marshal(apierror.Body{Error: apierror.Detail{Code: code, Message: apierror.Clip(msg)}})
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	apierror.WriteBody(w, status, append(b, '\n'))
+	gate.WriteError(w, status, code, msg)
 }

@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -38,7 +40,7 @@ type env struct {
 	mem   *memstore.Store
 	store *countingStore
 	clock waitroom.Clock
-	keys  *KeySet
+	keys  *gate.KeySet
 	gate  *Gate
 	srv   *httptest.Server
 }
@@ -63,7 +65,7 @@ func newEnv(t testing.TB, ec envConfig) *env {
 	}
 	mem := memstore.New()
 	e := &env{t: t, mem: mem, store: &countingStore{Store: mem}, clock: ec.clock}
-	ks, err := NewKeySet(AlgEdDSA)
+	ks, err := gate.NewKeySet(gate.AlgEdDSA)
 	if err != nil {
 		t.Fatalf("NewKeySet: %v", err)
 	}

@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 )
@@ -28,7 +30,7 @@ func TestPassOfSessionEndedBeforeStartIsRefused(t *testing.T) {
 	}
 	defer later.Close()
 	e.clock.(*waitroom.ManualClock).Advance(DefaultResyncWindow + time.Second)
-	if _, err := later.Check(context.Background(), waitroom.DefaultRoom, pass, e.clock.Now()); !errors.Is(err, ErrRevoked) {
+	if _, err := later.Check(context.Background(), waitroom.DefaultRoom, pass, e.clock.Now()); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check of a pass revoked before the gate started, past its resync window: %v, want ErrRevoked", err)
 	}
 	// A session still active keeps its pass through a restart.
@@ -46,7 +48,7 @@ func TestMiddlewareRevokeWithoutWrite(t *testing.T) {
 	s := e.join()
 	pass := e.pass(s)
 	h := e.gate.Middleware(waitroom.DefaultRoom)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(HeaderCommand, "revoke")
+		w.Header().Set(gate.HeaderCommand, "revoke")
 	}))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -57,10 +59,10 @@ func TestMiddlewareRevokeWithoutWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := resp.Header.Get(HeaderCommand); got != "" {
+	if got := resp.Header.Get(gate.HeaderCommand); got != "" {
 		t.Errorf("the command header reached the visitor: %q", got)
 	}
-	if _, err := e.gate.Check(context.Background(), waitroom.DefaultRoom, pass, e.clock.Now()); !errors.Is(err, ErrRevoked) {
+	if _, err := e.gate.Check(context.Background(), waitroom.DefaultRoom, pass, e.clock.Now()); !errors.Is(err, gate.ErrRevoked) {
 		t.Errorf("Check after a revoke command from a handler that wrote nothing: %v, want ErrRevoked", err)
 	}
 }

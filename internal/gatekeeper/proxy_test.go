@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/gate"
+
 	"github.com/coder/websocket"
 
 	"github.com/waitroom/waitroom"
@@ -22,10 +24,10 @@ func upstream(t *testing.T, release chan struct{}) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "app:"+r.Header.Get(HeaderSession)+":"+r.Header.Get(HeaderTicket))
+		io.WriteString(w, "app:"+r.Header.Get(gate.HeaderSession)+":"+r.Header.Get(gate.HeaderTicket))
 	})
 	mux.HandleFunc("/static/", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "static:"+r.Header.Get(HeaderSession))
+		io.WriteString(w, "static:"+r.Header.Get(gate.HeaderSession))
 	})
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -51,11 +53,11 @@ func upstream(t *testing.T, release chan struct{}) *httptest.Server {
 		if err != nil {
 			return
 		}
-		_ = c.Write(ctx, typ, append([]byte("echo:"+r.Header.Get(HeaderTicket)+":"), msg...))
+		_ = c.Write(ctx, typ, append([]byte("echo:"+r.Header.Get(gate.HeaderTicket)+":"), msg...))
 		c.Close(websocket.StatusNormalClosure, "")
 	})
 	mux.HandleFunc("/logout", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(HeaderCommand, "revoke")
+		w.Header().Set(gate.HeaderCommand, "revoke")
 		io.WriteString(w, "bye")
 	})
 	srv := httptest.NewServer(mux)
@@ -100,8 +102,8 @@ func TestProxyAdmitsPassAndTurnsAwayOthers(t *testing.T) {
 	pass := e.pass(s)
 
 	resp, body := get(t, srv.URL+"/page?q=1", func(r *http.Request) {
-		r.AddCookie(&http.Cookie{Name: CookieName("default", false), Value: pass})
-		r.Header.Set(HeaderSession, "spoofed")
+		r.AddCookie(&http.Cookie{Name: gate.CookieName("default", false), Value: pass})
+		r.Header.Set(gate.HeaderSession, "spoofed")
 	})
 	if resp.StatusCode != http.StatusOK || body != "app:"+s.ID+":1" {
 		t.Errorf("with pass cookie: got %d %q, want 200 from the app with the session id", resp.StatusCode, body)
@@ -128,7 +130,7 @@ func TestProxyAdmitsPassAndTurnsAwayOthers(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Retry-After"), got)
 	}
 
-	resp, body = get(t, srv.URL+"/static/app.css", func(r *http.Request) { r.Header.Set(HeaderSession, "spoofed") })
+	resp, body = get(t, srv.URL+"/static/app.css", func(r *http.Request) { r.Header.Set(gate.HeaderSession, "spoofed") })
 	if resp.StatusCode != http.StatusOK || body != "static:" {
 		t.Errorf("bypass path: got %d %q, want 200 from the app without identity", resp.StatusCode, body)
 	}
@@ -203,7 +205,7 @@ func TestProxyRevokeCommandAndRenewal(t *testing.T) {
 	resp, _ := get(t, srv.URL+"/", bearer(pass))
 	var renewed string
 	for _, c := range resp.Cookies() {
-		if c.Name == CookieName("default", false) {
+		if c.Name == gate.CookieName("default", false) {
 			renewed = c.Value
 		}
 	}
@@ -215,12 +217,12 @@ func TestProxyRevokeCommandAndRenewal(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || body != "bye" {
 		t.Fatalf("logout: got %d %q, want 200 bye", resp.StatusCode, body)
 	}
-	if v := resp.Header.Get(HeaderCommand); v != "" {
+	if v := resp.Header.Get(gate.HeaderCommand); v != "" {
 		t.Errorf("Waitroom-Command reached the client: %q", v)
 	}
 	cleared := false
 	for _, c := range resp.Cookies() {
-		if c.Name == CookieName("default", false) && c.MaxAge < 0 {
+		if c.Name == gate.CookieName("default", false) && c.MaxAge < 0 {
 			cleared = true
 		}
 	}
@@ -246,19 +248,19 @@ func TestMiddlewareRevokeCommand(t *testing.T) {
 	s := e.join()
 	pass := e.pass(s)
 	h := e.gate.Middleware("default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := ClaimsFrom(r.Context())
+		c, ok := gate.ClaimsFrom(r.Context())
 		if !ok || c.Session != s.ID {
 			t.Errorf("ClaimsFrom: got %+v %v, want the session's claims", c, ok)
 		}
-		w.Header().Set(HeaderCommand, "revoke")
+		w.Header().Set(gate.HeaderCommand, "revoke")
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.Header.Set("Authorization", "Bearer "+pass)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	if w.Code != http.StatusNoContent || w.Header().Get(HeaderCommand) != "" {
-		t.Errorf("middleware revoke: got %d with command header %q, want 204 without it", w.Code, w.Header().Get(HeaderCommand))
+	if w.Code != http.StatusNoContent || w.Header().Get(gate.HeaderCommand) != "" {
+		t.Errorf("middleware revoke: got %d with command header %q, want 204 without it", w.Code, w.Header().Get(gate.HeaderCommand))
 	}
 	if _, err := e.gate.Check(context.Background(), "default", pass, e.clock.Now()); err == nil {
 		t.Error("pass after Waitroom-Command: revoke: got valid, want refused")
@@ -270,7 +272,7 @@ func TestVerifierFromJWKS(t *testing.T) {
 	srv := e.serve(nil)
 	s := e.join()
 	pass := e.pass(s)
-	v, err := NewJWKSVerifier(context.Background(), srv.URL+JWKSPath, "", srv.Client())
+	v, err := gate.NewJWKSVerifier(context.Background(), srv.URL+JWKSPath, "", srv.Client())
 	if err != nil {
 		t.Fatalf("NewJWKSVerifier: %v", err)
 	}
@@ -280,7 +282,7 @@ func TestVerifierFromJWKS(t *testing.T) {
 	if _, err := v.Verify(context.Background(), "other", pass, e.clock.Now()); err == nil {
 		t.Error("Verify for another room: got valid, want refused")
 	}
-	h := NewVerifier(e.keys, "").Require("default", "/r/default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	h := gate.NewVerifier(e.keys, "").Require("default", "/r/default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -297,7 +299,7 @@ func TestProxyLetsInAtOnceWhenThereIsRoom(t *testing.T) {
 		t.Fatalf("first visitor of an empty room: ended at %d %s %q, want the app", status, final, body)
 	}
 	sid := b.cookie(srv.URL, SessionCookiePrefix+"default")
-	if body != "app:"+sid+":1" || b.cookie(srv.URL, CookieName("default", false)) == "" {
+	if body != "app:"+sid+":1" || b.cookie(srv.URL, gate.CookieName("default", false)) == "" {
 		t.Errorf("first visitor: body %q, cookies sid %q; want the app to see the session and a pass cookie", body, sid)
 	}
 	// The room (capacity 1) is now full: the next one waits on the page.
@@ -340,15 +342,15 @@ func TestMiddlewareStockCommands(t *testing.T) {
 		{b, "release", 1, 0, 2}, // nothing left to release: refused, logged, changes nothing
 	} {
 		h := e.gate.Middleware("default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(HeaderCommand, tc.cmd)
+			w.Header().Set(gate.HeaderCommand, tc.cmd)
 			w.WriteHeader(http.StatusOK)
 		}))
 		r := httptest.NewRequest(http.MethodGet, "/buy", nil)
 		r.Header.Set("Authorization", "Bearer "+e.pass(tc.s))
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		if w.Code != http.StatusOK || w.Header().Get(HeaderCommand) != "" {
-			t.Errorf("%q: got %d with command header %q, want 200 without it", tc.cmd, w.Code, w.Header().Get(HeaderCommand))
+		if w.Code != http.StatusOK || w.Header().Get(gate.HeaderCommand) != "" {
+			t.Errorf("%q: got %d with command header %q, want 200 without it", tc.cmd, w.Code, w.Header().Get(gate.HeaderCommand))
 		}
 		room, err := e.store.Room(context.Background(), "default")
 		if err != nil || room.Sold != tc.sold || room.Reserved != tc.reserved || room.Remaining == nil || *room.Remaining != tc.remaining {

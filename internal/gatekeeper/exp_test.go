@@ -1,4 +1,4 @@
-package gate
+package gatekeeper
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 )
@@ -15,8 +17,8 @@ import (
 // exp (issue 17: one was still accepted about 3s after, refused by 10s),
 // whether the gate has seen it before or not; it is accepted until then.
 func TestPassRefusedSoonAfterItsExpiry(t *testing.T) {
-	if Leeway > time.Second {
-		t.Errorf("Leeway = %v, want at most 1s", Leeway)
+	if gate.Leeway > time.Second {
+		t.Errorf("Leeway = %v, want at most 1s", gate.Leeway)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -36,12 +38,12 @@ func TestPassRefusedSoonAfterItsExpiry(t *testing.T) {
 			e, srv, _ := proxyEnvWithClock(t, clock)
 			s := e.join()
 			pass := e.pass(s)
-			c, err := Verify(e.keys, "", waitroom.DefaultRoom, pass, clock.Now())
+			c, err := gate.Verify(e.keys, "", waitroom.DefaultRoom, pass, clock.Now())
 			if err != nil || c.Expires.Sub(c.IssuedAt) != time.Minute {
 				t.Fatalf("Verify the fresh pass: %+v, %v; want a pass of a minute", c, err)
 			}
 			withPass := func(r *http.Request) {
-				r.AddCookie(&http.Cookie{Name: CookieName(waitroom.DefaultRoom, false), Value: pass})
+				r.AddCookie(&http.Cookie{Name: gate.CookieName(waitroom.DefaultRoom, false), Value: pass})
 				r.Header.Set("Accept", "application/json")
 			}
 			endpoint := func(path string) int {
