@@ -156,7 +156,10 @@ var serveFlags = []serveFlag{
 	{name: "pass-keys", env: "WAITROOM_PASS_KEYS", help: "`folder` of pass signing keys, generated on first start; empty: <data>/keys",
 		set: func(o *serveOptions, v string) error { o.cfg.PassKeysDir = v; return nil }},
 	{name: "webhook-allow-private", env: "WAITROOM_WEBHOOK_ALLOW_PRIVATE", boolean: true, help: "let webhooks reach loopback and private-network addresses (off: such URLs\nare refused, and so is any name that resolves to one: SSRF)",
-		set: func(o *serveOptions, v string) (err error) { o.cfg.WebhookAllowPrivate, err = strconv.ParseBool(v); return err }},
+		set: func(o *serveOptions, v string) (err error) {
+			o.cfg.WebhookAllowPrivate, err = strconv.ParseBool(v)
+			return err
+		}},
 	{name: "webhook-lease", env: "WAITROOM_WEBHOOK_LEASE", def: "30s", help: "how long a process holds a webhook delivery it is trying before another may\ntake it over (a Go `duration`, 3s to 10m; each try may take a third of it)",
 		set: func(o *serveOptions, v string) (err error) {
 			o.cfg.WebhookLease, err = duration("--webhook-lease", v, 3*time.Second, 10*time.Minute, "a duration from 3s to 10m such as 30s")
