@@ -17,7 +17,7 @@ import (
 
 // This file implements the durable half of waitroom.Ledger: the audit log
 // and console sign-ins live in SQLite, so they survive a restart. The stats
-// buckets are the embedded memstore's (AddStats and Stats are promoted):
+// buckets are the in-memory engine's (AddStats and Stats are promoted):
 // they are an hour of charts, rebuilt as the server runs, and not worth a
 // write a second.
 //
@@ -74,7 +74,7 @@ var auditKeep = waitroom.AuditKeep
 // ledger returns the write handle of s's ledger, opening it and creating
 // the tables on first use. It fails once s is closed.
 func (s *Store) ledger(ctx context.Context) (*sql.DB, error) {
-	if err := s.Store.Ping(ctx); err != nil { // the memstore: closed or failed
+	if err := s.mem.Ping(ctx); err != nil { // the memstore: closed or failed
 		return nil, err
 	}
 	lc := &s.ledgerConn

@@ -1,11 +1,16 @@
-// Package memstore is the in-memory waitroom.Store: the state machine every
-// durable backend builds on. Positions are exact and cost O(log n) through a
-// Fenwick tree over tickets; expiry costs work proportional to what expires
-// through a lazy deadline heap; a waiting session costs well under 128 bytes.
+// Package engine is the in-memory state machine behind memstore and
+// sqlitestore: exact positions in O(log n) through a Fenwick tree over
+// tickets, expiry costing work proportional to what expires through a lazy
+// deadline heap, a waiting session in well under 128 bytes.
 //
-// Used alone it keeps everything in memory and loses it on exit. sqlitestore
-// makes it durable by giving it a Journal and an Archive.
-package memstore
+// Its Store implements waitroom.Store. Besides the contract it has what a
+// durable backend needs to build on it and nobody else should call: a
+// Journal and an Archive (WithJournal, WithArchive) and the restore hooks
+// (Restore, RestoreTicket, RestoreCounts, RestoreUses, RestoreNear,
+// RestoreDraw, ClosedTold, HasRoom). memstore wraps it to expose only the
+// contract; sqlitestore gives it a journal and an archive and rebuilds its
+// state on start.
+package engine
 
 import (
 	"context"

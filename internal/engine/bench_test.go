@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 import (
 	"context"
@@ -213,7 +213,7 @@ func BenchmarkRank(b *testing.B) {
 // joiner, and everyone else in the room, waits while the line grows. Run
 // it to two million waiting:
 //
-//	go test -run '^$' -bench JoinGrowing -benchtime 2000000x ./memstore
+//	go test -run '^$' -bench JoinGrowing -benchtime 2000000x ./internal/engine
 func BenchmarkJoinGrowing(b *testing.B) {
 	ctx := context.Background()
 	s := New()
