@@ -25,8 +25,6 @@ type Store struct {
 // in Store's method set.
 type core interface {
 	waitroom.Store
-	waitroom.Ledger
-	waitroom.Hooks
 }
 
 var _ waitroom.Store = (*Store)(nil)

@@ -28,8 +28,6 @@ import (
 // memory (outbox.go): one process holds the file, and when it dies its
 // claims die with it, which is what a lapsed lease means anyway.
 
-var _ waitroom.Hooks = (*Store)(nil)
-
 // hooksSchema is the outbox's tables. Times are unix milliseconds.
 const hooksSchema = `
 CREATE TABLE IF NOT EXISTS webhooks (

@@ -26,8 +26,6 @@ import (
 // writes are rare (an operator action, a sign-in) and each waits for the
 // writer's transaction like any second writer of the file (busy_timeout).
 
-var _ waitroom.Ledger = (*Store)(nil)
-
 // ledgerSchema is the ledger's tables. Times are unix milliseconds (UTC).
 const ledgerSchema = `
 -- Operator actions, in the order they were recorded (seq); the newest

@@ -63,8 +63,6 @@ var _ waitroom.Store = (*Store)(nil)
 // core is the contract the engine answers for Store (see Store.core).
 type core interface {
 	waitroom.Store
-	waitroom.Ledger
-	waitroom.Hooks
 }
 
 type options struct {

@@ -12,8 +12,6 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
-var _ waitroom.Hooks = (*Store)(nil)
-
 // hookState is the webhook outbox: each room's webhooks and the
 // deliveries of its events. Events are recorded while the room that made
 // them is locked, so they enter the outbox in the order they happened.

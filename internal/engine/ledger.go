@@ -15,8 +15,6 @@ import (
 // stats buckets and sign-ins, lost on exit. sqlitestore keeps the audit log
 // and sign-ins in SQLite instead and uses the stats from here.
 
-var _ waitroom.Ledger = (*Store)(nil)
-
 // ledgerState is one Store's ledger.
 type ledgerState struct {
 	mu      sync.Mutex
