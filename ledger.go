@@ -8,9 +8,8 @@ import (
 
 // Ledger is what the operator console keeps in the store besides the rooms:
 // an audit log of operator actions, per-room statistics in 10-second
-// buckets, and the console's sign-in sessions. Every store that can back
-// the console implements it (memstore, sqlitestore, redisstore), so what
-// one process writes every process reads.
+// buckets, and the console's sign-in sessions. It is part of Store, so
+// every backend keeps it, and what one process writes every process reads.
 //
 // Like Store, a Ledger never reads the clock: times come in as arguments
 // (AuditEntry.At, StatsBucket.At, now), so tests control them. Errors are

@@ -55,6 +55,12 @@ import (
 // CodeInvalidSessionID and the others named on each method, or
 // CodeUnavailable when the backend fails. Implementations are safe for
 // concurrent use.
+//
+// A Store is also the operator console's Ledger and the webhook outbox
+// (Hooks), each documented on its own interface. They are part of the
+// contract, not optional extras found by type assertion: a backend
+// without them would leave the console and webhooks silently dead, and
+// storetest checks them like the rest.
 type Store interface {
 	Ledger
 	Hooks

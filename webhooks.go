@@ -493,7 +493,7 @@ type HookStats struct {
 	LastDelivered time.Time `json:"last_delivered_at,omitzero"`
 }
 
-// Hooks is a store's webhook outbox. A store that implements it writes
+// Hooks is a store's webhook outbox, part of Store. A store writes
 // the webhook events of every change of a room with webhooks (HookMessages
 // of the change's Event, each to every endpoint that wants its type) into
 // a durable outbox in the same atomic step as the change, so a change

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------- holds
--- Holding places and telling sessions they are near (memstore/holds.go,
+-- Holding places and telling sessions they are near (internal/engine/holds.go,
 -- the rules in holds.go of package waitroom).
 --
 -- A held session is one joined with a contact (JoinRequest.Contact) in a

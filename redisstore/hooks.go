@@ -31,8 +31,6 @@ var hooksLua string
 // hookScript runs every webhook operation but the outbox's writing.
 var hookScript = redis.NewScript(hooksLua)
 
-var _ waitroom.Hooks = (*Store)(nil)
-
 // outboxBatch bounds the outbox entries one ClaimDeliveries takes in, and
 // outboxBytes the arguments of one script run that takes them in (a run
 // takes at least one entry, however large).

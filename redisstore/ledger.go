@@ -44,8 +44,6 @@ import (
 // reply, so in a failover an audit entry may be recorded twice or a
 // bucket's counts added twice (see the package documentation).
 
-var _ waitroom.Ledger = (*Store)(nil)
-
 // ledgerKey returns the key of one of room's ledger structures.
 func (s *Store) ledgerKey(room, name string) string {
 	return s.cfg.prefix + ":{" + room + "}:" + name

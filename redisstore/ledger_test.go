@@ -21,7 +21,7 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		client := standalone(t)
 		open := newStoreOn(client)
-		storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return open(t).(waitroom.Ledger) })
+		storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return open(t) })
 		t.Run("TwoProcesses", func(t *testing.T) { testLedgerProcesses(t, client) })
 	})
 	t.Run("Cluster", func(t *testing.T) {
@@ -29,7 +29,7 @@ func TestLedger(t *testing.T) {
 		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t)})
 		t.Cleanup(func() { _ = client.Close() })
 		open := newStoreOn(client)
-		storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return open(t).(waitroom.Ledger) })
+		storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return open(t) })
 		t.Run("TwoProcesses", func(t *testing.T) { testLedgerProcesses(t, client) })
 	})
 }

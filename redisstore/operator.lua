@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------- operator
--- An operator's moves (memstore/operator.go): QueueAll sends every active
+-- An operator's moves (internal/engine/operator.go): QueueAll sends every active
 -- session back to the front of the line and pauses the room, Front moves one
 -- waiting session to the front, Extend gives an active session more time,
 -- Lookup finds a session by ticket or key.

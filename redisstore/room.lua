@@ -1,7 +1,7 @@
 -- redisstore: every operation on one room is one run of this script, so it is
 -- atomic however many processes share the room. It is memstore's state
--- machine (memstore/room.go) written against Redis structures; keep the two
--- in step.
+-- machine (internal/engine: room.go, admission.go, presence.go) written
+-- against Redis structures; keep the two in step.
 --
 -- KEYS (one hash tag, so one Cluster slot):
 --   1 room    HASH   configuration, clock, token bucket, incarnation base,

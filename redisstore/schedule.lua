@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------- schedule
--- A scheduled room (memstore/schedule.go): joins before the opening enter a
+-- A scheduled room (internal/engine/schedule.go): joins before the opening enter a
 -- pre-queue without tickets, named by entry numbers; at the first operation
 -- at or after the opening the draw gives every live entrant a ticket in the
 -- order of HMAC-SHA256(seed, entry). Lua cannot compute that, so the draw

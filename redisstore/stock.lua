@@ -1,6 +1,6 @@
 -- ---------------------------------------------------------------- stock
--- A room's inventory and its fairness counts (memstore/stock.go and
--- memstore/room.go's count): every automatic admission reserves a unit for
+-- A room's inventory and its fairness counts (internal/engine/stock.go
+-- and admission.go's count): every automatic admission reserves a unit for
 -- the admitted session while one remains (canAdmit stops admission when
 -- none does), a session that ends unsold gives its unit back, Stock sells
 -- or releases units, and once everything is sold the line and the

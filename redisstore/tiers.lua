@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------- tiers
--- Tiers and token uses (memstore/tiers.go, the place rules in tiers.go of
+-- Tiers and token uses (internal/engine/tiers.go, the place rules in tiers.go of
 -- package waitroom).
 --
 -- A room with tiers orders its line by place: a session gets its place

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/internal/engine"
 )
 
 // entrant writes a change of a session in a pre-queue: a new entrant, or
@@ -91,7 +91,7 @@ func (w *writer) drawEntryStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 }
 
 // loadDraw restores a room's draw and pre-queue, if it has them.
-func loadDraw(ctx context.Context, db *sql.DB, mem *memstore.Store, room string) error {
+func loadDraw(ctx context.Context, db *sql.DB, mem *engine.Store, room string) error {
 	var seedHex string
 	var opensAt int64
 	var drawnAt, first sql.NullInt64

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/internal/engine"
 )
 
 // The webhook outbox, as a log. The group-commit writer appends the
@@ -27,8 +27,6 @@ import (
 // so nothing contends with the writer for SQLite's lock. Claims live in
 // memory (outbox.go): one process holds the file, and when it dies its
 // claims die with it, which is what a lapsed lease means anyway.
-
-var _ waitroom.Hooks = (*Store)(nil)
 
 // hooksSchema is the outbox's tables. Times are unix milliseconds.
 const hooksSchema = `
@@ -272,7 +270,7 @@ func (w *writer) flushLog(ctx context.Context) error {
 
 // hooksTx runs fn in the writer's next group commit.
 func (s *Store) hooksTx(ctx context.Context, what string, fn func(*sql.Conn) error) error {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return err
 	}
 	err := s.w.exec(func(ctx context.Context, c *sql.Conn) error { return fn(c) })
@@ -290,7 +288,7 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 	if err := h.Check(); err != nil {
 		return waitroom.Webhook{}, false, err
 	}
-	if _, err := s.Store.Room(ctx, h.Room); err != nil {
+	if _, err := s.mem.Room(ctx, h.Room); err != nil {
 		return waitroom.Webhook{}, false, err
 	}
 	reg := &s.w.hooks
@@ -302,7 +300,7 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 		// before this, took its webhooks with it. (Not Room: it waits for
 		// the room's latest change to be durable, which may be in the
 		// very commit this runs in.)
-		if !s.Store.HasRoom(h.Room) {
+		if !s.mem.HasRoom(h.Room) {
 			return waitroom.RoomNotFound(h.Room)
 		}
 		all, err := roomHooks(ctx, c, h.Room)
@@ -371,7 +369,7 @@ func roomHooks(ctx context.Context, q interface {
 
 // Webhooks implements waitroom.Hooks.
 func (s *Store) Webhooks(ctx context.Context, room string) ([]waitroom.Webhook, error) {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return nil, err
 	}
 	out, err := roomHooks(ctx, s.rdb, room)
@@ -415,7 +413,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 
 // HookRooms implements waitroom.Hooks.
 func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return nil, err
 	}
 	m := s.w.hooks.subs.Load()
@@ -431,7 +429,7 @@ func (s *Store) HookRooms(ctx context.Context) ([]string, error) {
 
 // loadClosings tells the restored rooms which closes_at an event already
 // told: a room whose closes_at is at or before its last told closing.
-func loadClosings(ctx context.Context, db *sql.DB, mem *memstore.Store) error {
+func loadClosings(ctx context.Context, db *sql.DB, mem *engine.Store) error {
 	rows, err := db.QueryContext(ctx, `SELECT room, closed_at FROM closings`)
 	if err != nil {
 		return fmt.Errorf("read closings: %w", err)

@@ -17,7 +17,7 @@ import (
 
 // This file implements the durable half of waitroom.Ledger: the audit log
 // and console sign-ins live in SQLite, so they survive a restart. The stats
-// buckets are the embedded memstore's (AddStats and Stats are promoted):
+// buckets are the in-memory engine's (AddStats and Stats are promoted):
 // they are an hour of charts, rebuilt as the server runs, and not worth a
 // write a second.
 //
@@ -25,8 +25,6 @@ import (
 // ledger writes through a connection of its own, opened on first use. Its
 // writes are rare (an operator action, a sign-in) and each waits for the
 // writer's transaction like any second writer of the file (busy_timeout).
-
-var _ waitroom.Ledger = (*Store)(nil)
 
 // ledgerSchema is the ledger's tables. Times are unix milliseconds (UTC).
 const ledgerSchema = `
@@ -74,7 +72,7 @@ var auditKeep = waitroom.AuditKeep
 // ledger returns the write handle of s's ledger, opening it and creating
 // the tables on first use. It fails once s is closed.
 func (s *Store) ledger(ctx context.Context) (*sql.DB, error) {
-	if err := s.Store.Ping(ctx); err != nil { // the memstore: closed or failed
+	if err := s.mem.Ping(ctx); err != nil { // the memstore: closed or failed
 		return nil, err
 	}
 	lc := &s.ledgerConn

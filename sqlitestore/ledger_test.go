@@ -16,7 +16,7 @@ import (
 func TestLedger(t *testing.T) {
 	const keep = 300
 	defer sqlitestore.SetAuditKeep(keep)()
-	storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return newStore(t).(waitroom.Ledger) }, storetest.WithAuditKeep(keep))
+	storetest.Ledger(t, func(t *testing.T) waitroom.Ledger { return newStore(t) }, storetest.WithAuditKeep(keep))
 }
 
 // TestLedgerSurvivesRestart checks that the audit log and console

@@ -135,7 +135,7 @@ func scanTask(room string, sc interface{ Scan(...any) error }) (waitroom.Deliver
 // claims that lapsed, then messages read on from the webhook's place in
 // the log. A claim is not written.
 func (s *Store) ClaimDeliveries(ctx context.Context, room, hook string, now time.Time, lease time.Duration, n int) ([]waitroom.Delivery, error) {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return nil, err
 	}
 	subs := s.w.hooks.get(room)
@@ -377,7 +377,7 @@ func (s *Store) SettleDeliveries(ctx context.Context, room string, outs []waitro
 // DeadLetters implements waitroom.Hooks. The cursor is the last letter's
 // dead time, message number and webhook.
 func (s *Store) DeadLetters(ctx context.Context, room string, page waitroom.Page) ([]waitroom.Delivery, string, error) {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return nil, "", err
 	}
 	q := `SELECT ` + taskColumns + ` FROM hook_dead WHERE room = ?`
@@ -461,7 +461,7 @@ const maxPendingScan = 2000
 // rows, its claims in flight and the messages it wants in the log past
 // its place.
 func (s *Store) HookStats(ctx context.Context, room string) (map[string]waitroom.HookStats, error) {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return nil, err
 	}
 	out := map[string]waitroom.HookStats{}

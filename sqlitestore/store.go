@@ -1,5 +1,5 @@
-// Package sqlitestore is waitroom's embedded default store: the memstore
-// state machine made durable in one SQLite file.
+// Package sqlitestore is waitroom's embedded default store: the in-memory
+// state machine of memstore made durable in one SQLite file.
 //
 // Every change is committed to SQLite before its answer goes out. Changes
 // that arrive while a commit runs gather into the next batch, which one of
@@ -31,13 +31,22 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/internal/engine"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// Store is the durable waitroom.Store. It is safe for concurrent use.
+// Store is the durable waitroom.Store. It implements waitroom.Store, which
+// includes waitroom.Ledger (the console's audit log, stats and sign-ins)
+// and waitroom.Hooks (the webhook outbox); its methods are those and only
+// those, and their contracts are documented on those interfaces in package
+// waitroom. It is safe for concurrent use.
 type Store struct {
-	*memstore.Store
+	// core is the in-memory engine seen as the contract: its methods are
+	// promoted to Store (those Store declares itself take precedence),
+	// and the engine's restore hooks are not. mem is the same engine, for
+	// this package's own use of those hooks.
+	core
+	mem      *engine.Store
 	wdb, rdb *sql.DB
 	w        *writer
 	lock     *os.File
@@ -50,6 +59,11 @@ type Store struct {
 }
 
 var _ waitroom.Store = (*Store)(nil)
+
+// core is the contract the engine answers for Store (see Store.core).
+type core interface {
+	waitroom.Store
+}
 
 type options struct {
 	sync  string
@@ -136,7 +150,7 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 		return err
 	}
 	s.rdb.SetMaxOpenConns(4)
-	mem := memstore.New(memstore.WithArchive(archive{s.rdb}))
+	mem := engine.New(engine.WithArchive(archive{s.rdb}))
 	if err := load(ctx, s.wdb, mem, o.clock.Now()); err != nil {
 		return err
 	}
@@ -156,13 +170,13 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 	s.w.mids = mids
 	s.w.roomGone = s.ob.roomGone
 	// The journal is attached after loading: restoring writes nothing.
-	memstore.WithJournal(s.w)(mem)
-	s.Store = mem
+	engine.WithJournal(s.w)(mem)
+	s.core, s.mem = mem, mem
 	return nil
 }
 
 // load rebuilds the in-memory state from the database.
-func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) error {
+func load(ctx context.Context, db *sql.DB, mem *engine.Store, now time.Time) error {
 	last := map[string]int64{}
 	rows, err := db.QueryContext(ctx, `SELECT room, last FROM tickets`)
 	if err != nil {
@@ -243,7 +257,7 @@ func load(ctx context.Context, db *sql.DB, mem *memstore.Store, now time.Time) e
 }
 
 // loadUses restores the counts of the room's tokens still valid at now.
-func loadUses(ctx context.Context, db *sql.DB, mem *memstore.Store, room string, now time.Time) error {
+func loadUses(ctx context.Context, db *sql.DB, mem *engine.Store, room string, now time.Time) error {
 	rows, err := db.QueryContext(ctx, `SELECT kind, id, n, expires FROM token_uses WHERE room = ? AND expires > ?`, room, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("read token uses of room %q: %w", room, err)
@@ -315,7 +329,7 @@ func liveSessions(ctx context.Context, db *sql.DB, room string, told *[]int64) (
 
 // Ping implements waitroom.Store: the store is usable and the file readable.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.mem.Ping(ctx); err != nil {
 		return err
 	}
 	if err := s.rdb.PingContext(ctx); err != nil {
@@ -328,7 +342,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // is queued, closes the database and releases the lock.
 func (s *Store) Close() error {
 	s.once.Do(func() {
-		s.Store.Close()
+		s.mem.Close()
 		s.w.close()
 		s.closeErr = errors.Join(s.closeLedger(), s.w.conn.Close(), s.wdb.Close(), s.rdb.Close())
 		s.release()
@@ -374,7 +388,7 @@ func scanHistory(room string, sc interface{ Scan(...any) error }) (waitroom.Sess
 	return x, seq, nil
 }
 
-// Find implements memstore.Archive.
+// Find implements engine.Archive.
 func (a archive) Find(ctx context.Context, room string, id waitroom.SessionID) (waitroom.Session, bool, error) {
 	ticket := id.Ticket
 	if ticket == 0 {
@@ -394,7 +408,7 @@ func (a archive) Find(ctx context.Context, room string, id waitroom.SessionID) (
 	return x, true, nil
 }
 
-// FindTicket implements memstore.TicketArchive: an operator's lookup of an
+// FindTicket implements engine.TicketArchive: an operator's lookup of an
 // ended session by its ticket, without its secret.
 func (a archive) FindTicket(ctx context.Context, room string, ticket int64) (waitroom.Session, bool, error) {
 	row := a.db.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM history WHERE room = ? AND ticket = ? ORDER BY seq DESC LIMIT 1`, room, ticket)
@@ -408,7 +422,7 @@ func (a archive) FindTicket(ctx context.Context, room string, ticket int64) (wai
 	return x, true, nil
 }
 
-// List implements memstore.Archive.
+// List implements engine.Archive.
 func (a archive) List(ctx context.Context, room string, status waitroom.Status, page waitroom.Page) ([]waitroom.Session, string, error) {
 	q := `SELECT ` + historyColumns + ` FROM history WHERE room = ?`
 	args := []any{room}

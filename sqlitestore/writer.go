@@ -34,7 +34,7 @@ func newBatch() *batch {
 }
 
 // writer makes changes durable with group commit and no goroutine of its
-// own. Events arrive in the order they happened (memstore appends them with
+// own. Events arrive in the order they happened (the engine appends them with
 // the room locked) and gather in the current batch; one of the callers
 // waiting on a batch commits it in one transaction while the next batch
 // gathers, so one fsync serves every change that arrived during the
@@ -183,7 +183,7 @@ func (w *writer) runOps(ctx context.Context, ops []*batchOp) error {
 	return nil
 }
 
-// Append implements memstore.Journal. The function it returns may be
+// Append implements engine.Journal. The function it returns may be
 // called any number of times, from any goroutine.
 func (w *writer) Append(ev *waitroom.Event) func() error {
 	var msgs logLines

@@ -31,15 +31,6 @@ func init() {
 	}...)
 }
 
-func (f *fixture) hooks() waitroom.Hooks {
-	f.t.Helper()
-	h, ok := f.s.(waitroom.Hooks)
-	if !ok {
-		f.t.Fatalf("%T does not implement waitroom.Hooks", f.s)
-	}
-	return h
-}
-
 func hook(room, name string, events ...string) waitroom.Webhook {
 	return waitroom.Webhook{Room: room, Name: name, URL: "https://example.com/hooks/" + name, Events: events,
 		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
@@ -47,7 +38,7 @@ func hook(room, name string, events ...string) waitroom.Webhook {
 
 func (f *fixture) putHook(h waitroom.Webhook, now time.Time) waitroom.Webhook {
 	f.t.Helper()
-	got, _, err := f.hooks().PutWebhook(f.ctx, h, now)
+	got, _, err := f.s.PutWebhook(f.ctx, h, now)
 	if err != nil {
 		f.t.Fatalf("PutWebhook(%s/%s) error = %v", h.Room, h.Name, err)
 	}
@@ -57,7 +48,7 @@ func (f *fixture) putHook(h waitroom.Webhook, now time.Time) waitroom.Webhook {
 // claim claims up to 1,000 deliveries due at now with a 10s lease.
 func (f *fixture) claim(room string, now time.Time) []waitroom.Delivery {
 	f.t.Helper()
-	ds, err := f.hooks().ClaimDeliveries(f.ctx, room, "", now, 10*sec, 1000)
+	ds, err := f.s.ClaimDeliveries(f.ctx, room, "", now, 10*sec, 1000)
 	if err != nil {
 		f.t.Fatalf("ClaimDeliveries(%s, %s) error = %v", room, rel(now), err)
 	}
@@ -66,7 +57,7 @@ func (f *fixture) claim(room string, now time.Time) []waitroom.Delivery {
 
 func (f *fixture) settle(room string, now time.Time, outs ...waitroom.DeliveryOutcome) {
 	f.t.Helper()
-	if err := f.hooks().SettleDeliveries(f.ctx, room, outs, now); err != nil {
+	if err := f.s.SettleDeliveries(f.ctx, room, outs, now); err != nil {
 		f.t.Fatalf("SettleDeliveries(%s) error = %v", room, err)
 	}
 }
@@ -84,7 +75,7 @@ func byHook(ds []waitroom.Delivery) map[string][]string {
 }
 
 func testHooksPutListDelete(f *fixture) {
-	h := f.hooks()
+	h := f.s
 	_, _, err := h.PutWebhook(f.ctx, hook("nope", "a", "*"), at(0))
 	wantCode(f.t, "PutWebhook on an unknown room", err, waitroom.CodeRoomNotFound)
 	f.put("r", quiet(1), at(0))
@@ -160,7 +151,7 @@ func testHooksOutbox(f *fixture) {
 		f.t.Fatalf("claim at base+2s: %d deliveries of changes at 3s and 4s, want none due", len(ds))
 	}
 	// Claimed per webhook: the one named only.
-	ends, err := f.hooks().ClaimDeliveries(f.ctx, "r", "ends", at(5*sec), 10*sec, 1000)
+	ends, err := f.s.ClaimDeliveries(f.ctx, "r", "ends", at(5*sec), 10*sec, 1000)
 	if err != nil || len(ends) != 1 || ends[0].Hook != "ends" || ends[0].Message.Type != waitroom.HookSessionEnded {
 		f.t.Fatalf("claim of webhook ends = %+v, %v; want its one session.ended", ends, err)
 	}
@@ -259,7 +250,7 @@ func testHooksClaimLease(f *fixture) {
 	f.put("r", quiet(1), at(0))
 	f.putHook(hook("r", "a", waitroom.HookSessionJoined), at(0))
 	f.joinN("r", 3, at(sec))
-	h := f.hooks()
+	h := f.s
 	first, err := h.ClaimDeliveries(f.ctx, "r", "", at(2*sec), 10*sec, 2)
 	if err != nil || len(first) != 2 {
 		f.t.Fatalf("claim of 2 = %d, %v", len(first), err)
@@ -293,7 +284,7 @@ func testHooksSettle(f *fixture) {
 		waitroom.DeliveryOutcome{Hook: "a", ID: dead.Message.ID, Error: "connection refused", Dead: true},
 		waitroom.DeliveryOutcome{Hook: "a", ID: "msg_unknown", OK: true},
 	)
-	st, err := f.hooks().HookStats(f.ctx, "r")
+	st, err := f.s.HookStats(f.ctx, "r")
 	a := st["a"]
 	if err != nil || a.Delivered != 1 || a.Failed != 2 || a.Pending != 1 || a.Dead != 1 || a.LastError != "connection refused" ||
 		!a.LastErrorAt.Equal(at(2*sec)) || !a.LastDelivered.Equal(at(2*sec)) {
@@ -306,17 +297,17 @@ func testHooksSettle(f *fixture) {
 	if len(got) != 1 || got[0].Message.ID != retry.Message.ID || got[0].Attempts != 1 || got[0].LastError != "503 Service Unavailable" {
 		f.t.Fatalf("claim at the retry = %+v, want the retried delivery with 1 attempt and its error", got)
 	}
-	letters, next, err := f.hooks().DeadLetters(f.ctx, "r", waitroom.Page{})
+	letters, next, err := f.s.DeadLetters(f.ctx, "r", waitroom.Page{})
 	if err != nil || next != "" || len(letters) != 1 || letters[0].Message.ID != dead.Message.ID || !letters[0].DeadAt.Equal(at(2*sec)) ||
 		letters[0].LastError != "connection refused" || letters[0].Attempts != 1 || letters[0].Hook != "a" || letters[0].Message.Type != waitroom.HookSessionJoined {
 		f.t.Fatalf("DeadLetters = %+v, %q, %v; want the dead one", letters, next, err)
 	}
 	// Replay: pending again at once, attempts afresh.
-	n, err := f.hooks().ReplayDeadLetters(f.ctx, "r", []string{dead.Message.ID}, at(8*sec))
+	n, err := f.s.ReplayDeadLetters(f.ctx, "r", []string{dead.Message.ID}, at(8*sec))
 	if err != nil || n != 1 {
 		f.t.Fatalf("ReplayDeadLetters = %d, %v; want 1", n, err)
 	}
-	if letters, _, _ := f.hooks().DeadLetters(f.ctx, "r", waitroom.Page{}); len(letters) != 0 {
+	if letters, _, _ := f.s.DeadLetters(f.ctx, "r", waitroom.Page{}); len(letters) != 0 {
 		f.t.Fatalf("dead letters after the replay: %d, want 0", len(letters))
 	}
 	got = f.claim("r", at(8*sec))
@@ -335,7 +326,7 @@ func testHooksSettle(f *fixture) {
 	var all []waitroom.Delivery
 	after := ""
 	for range 10 {
-		page, next, err := f.hooks().DeadLetters(f.ctx, "r", waitroom.Page{After: after, Limit: 3})
+		page, next, err := f.s.DeadLetters(f.ctx, "r", waitroom.Page{After: after, Limit: 3})
 		if err != nil {
 			f.t.Fatalf("DeadLetters page: %v", err)
 		}
@@ -348,7 +339,7 @@ func testHooksSettle(f *fixture) {
 	if len(all) != 4 {
 		f.t.Fatalf("dead letters in pages of 3: %d, want 4", len(all))
 	}
-	n, err = f.hooks().ReplayDeadLetters(f.ctx, "r", nil, at(11*sec))
+	n, err = f.s.ReplayDeadLetters(f.ctx, "r", nil, at(11*sec))
 	if err != nil || n != 4 || len(f.claim("r", at(11*sec))) != 4 {
 		f.t.Fatalf("replay all = %d, %v; want 4, all claimable", n, err)
 	}
@@ -363,19 +354,19 @@ func testHooksDeleteRoom(f *fixture) {
 	}
 	f.put("r", quiet(1), at(3*sec))
 	f.join("r", "", at(3*sec))
-	if list, err := f.hooks().Webhooks(f.ctx, "r"); err != nil || len(list) != 0 {
+	if list, err := f.s.Webhooks(f.ctx, "r"); err != nil || len(list) != 0 {
 		f.t.Fatalf("webhooks after the room was deleted and made again: %+v, %v; want none", list, err)
 	}
 	if ds := f.claim("r", at(4*sec)); len(ds) != 0 {
 		f.t.Fatalf("deliveries after the room was deleted: %d, want none", len(ds))
 	}
-	if rooms, _ := f.hooks().HookRooms(f.ctx); len(rooms) != 0 {
+	if rooms, _ := f.s.HookRooms(f.ctx); len(rooms) != 0 {
 		f.t.Fatalf("HookRooms = %v, want none", rooms)
 	}
 	// A webhook deleted takes its deliveries with it.
 	f.putHook(hook("r", "b", "*"), at(5*sec))
 	f.join("r", "", at(5*sec))
-	if err := f.hooks().DeleteWebhook(f.ctx, "r", "b"); err != nil {
+	if err := f.s.DeleteWebhook(f.ctx, "r", "b"); err != nil {
 		f.t.Fatalf("DeleteWebhook = %v", err)
 	}
 	if ds := f.claim("r", at(6*sec)); len(ds) != 0 {
@@ -396,7 +387,7 @@ func testHooksConcurrentClaims(f *fixture) {
 		go func() {
 			defer wg.Done()
 			for {
-				ds, err := f.hooks().ClaimDeliveries(f.ctx, "r", "", at(2*sec), time.Minute, 7)
+				ds, err := f.s.ClaimDeliveries(f.ctx, "r", "", at(2*sec), time.Minute, 7)
 				if err != nil || len(ds) == 0 {
 					return
 				}
@@ -450,7 +441,7 @@ func testHooksPutDuringJoins(f *fixture) {
 	go func() {
 		for i := range 40 {
 			h := hook("r", fmt.Sprintf("w%d", i%4), waitroom.HookSessionJoined)
-			if _, _, err := f.hooks().PutWebhook(f.ctx, h, at(sec)); err != nil {
+			if _, _, err := f.s.PutWebhook(f.ctx, h, at(sec)); err != nil {
 				done <- err
 				return
 			}

@@ -39,7 +39,10 @@ const (
 // Run runs the conformance suite: every behaviour and invariant of the
 // waitroom.Store contract, each as a subtest on a fresh store from newStore.
 // newStore registers its own cleanup (closing the store) with t; that
-// cleanup must tolerate a store the test already closed.
+// cleanup must tolerate a store the test already closed. The webhook
+// outbox (waitroom.Hooks) is checked here; the console's ledger
+// (waitroom.Ledger), also part of the contract, has its own suite, Ledger,
+// which a backend runs as well.
 func Run(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 	for _, tc := range suite {
 		t.Run(tc.name, func(t *testing.T) {

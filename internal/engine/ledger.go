@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 // This file implements waitroom.Ledger in memory: the console's audit log,
 // stats buckets and sign-ins, lost on exit. sqlitestore keeps the audit log
 // and sign-ins in SQLite instead and uses the stats from here.
-
-var _ waitroom.Ledger = (*Store)(nil)
 
 // ledgerState is one Store's ledger.
 type ledgerState struct {

@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 // deadline is an entry in a room's deadline heap. Entries are lazy: a
 // session's entry may be earlier than its real deadline (presence moved it

@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 import (
 	"cmp"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/waitroom/waitroom"
 )
-
-var _ waitroom.Hooks = (*Store)(nil)
 
 // hookState is the webhook outbox: each room's webhooks and the
 // deliveries of its events. Events are recorded while the room that made

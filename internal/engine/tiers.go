@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 import (
 	"sort"

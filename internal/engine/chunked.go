@@ -1,4 +1,4 @@
-package memstore
+package engine
 
 // chunkBits sets the chunk size of the big per-room arrays: 4,096 elements
 // (256 KiB of waiting slots, 64 KiB of deadlines).
