@@ -32,7 +32,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const paths = {
   script: path.join(here, "..", "assets", "waitroom.js"),
   types: path.join(here, "..", "assets", "waitroom.d.ts"),
-  repo: path.join(here, "..", ".."),
+  repo: path.join(here, "..", "..", ".."),
 };
 
 function env(name) {
