@@ -104,7 +104,7 @@ func startProcess(t *testing.T, cmd *exec.Cmd, addr, logFile string) {
 // example reads a file of examples/ and points it at the test's servers.
 func example(t *testing.T, name string, replace ...string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "examples", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
 	if err != nil {
 		t.Fatalf("reading the example: %v", err)
 	}
