@@ -42,6 +42,7 @@ import (
 	"github.com/waitroom/waitroom/internal/outage"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/sweeper"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
@@ -387,21 +388,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// One view of each room, kept by the store's events, for the door,
+	// the join cap, the gate and the pages.
+	rooms := roomview.New(roomview.Config{Store: store, Clock: clock})
+	defer rooms.Close()
 	// The console's numbers (below) count every process's joins: the
 	// door's difficulty follows them too, not only this process's share.
 	var stats *roomstats.Recorder
-	dr := door.New(store, doorSecret, door.WithSharedRate(func(ctx context.Context, room string, now time.Time) (int64, error) {
+	dr := door.New(rooms, doorSecret, door.WithSharedRate(func(ctx context.Context, room string, now time.Time) (int64, error) {
 		if stats == nil {
 			return 0, errors.New("no room statistics")
 		}
 		r, err := stats.Overview(ctx, room, now)
 		return r.JoinsPerMinute, err
 	}))
-	defer dr.Close()
 	gateProxies, _ := gatekeeper.ParseTrustedProxies(cfg.trustedProxies) // checked by parseServe
-	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Memory: lim.memory}
+	joins := &limit.Joins{Rate: lim.rate, Proxies: lim.proxies, MaxSessionsPerRoom: lim.maxSessions, Rooms: rooms, Memory: lim.memory}
 	gt, err := gatekeeper.New(gatekeeper.Config{
 		Store:          store,
+		Rooms:          rooms,
 		Keys:           keys,
 		Clock:          clock,
 		Logger:         logger,
@@ -464,6 +469,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registry:             reg,
 		Hub:                  hub,
 		Fill:                 fill,
+		Rooms:                rooms,
 		Door:                 dr,
 		AllowPrivateWebhooks: cfg.webhookPrivate,
 		OnWebhooks:           kickHooks,
@@ -472,6 +478,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// web handler takes its own prefixes, the API everything else.
 	webCfg := web.Config{
 		Store:     store,
+		Rooms:     rooms,
 		Clock:     clock,
 		ETA:       estimator.Fill,
 		Templates: cfg.templates,

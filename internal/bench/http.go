@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/eta"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/sqlitestore"
 )
@@ -147,9 +148,10 @@ const benchRoom = "bench"
 
 // api is the real API handler over a store, served on loopback.
 type api struct {
-	srv *server
-	hub *push.Hub
-	est *eta.Estimator
+	srv   *server
+	hub   *push.Hub
+	est   *eta.Estimator
+	rooms *roomview.View
 }
 
 func newAPI(ctx context.Context, st waitroom.Store) (*api, error) {
@@ -161,20 +163,23 @@ func newAPI(ctx context.Context, st waitroom.Store) (*api, error) {
 	}
 	est := eta.New(st)
 	hub := push.New(st, push.Options{Fill: est.Fill})
-	h := httpapi.NewHandler(httpapi.Config{Store: st, AdminToken: "bench-admin-token-not-used", Hub: hub, Fill: est.Fill})
+	rooms := roomview.New(roomview.Config{Store: st})
+	h := httpapi.NewHandler(httpapi.Config{Store: st, Rooms: rooms, AdminToken: "bench-admin-token-not-used", Hub: hub, Fill: est.Fill})
 	srv, err := serveHTTP(h)
 	if err != nil {
 		hub.Close()
 		est.Close()
+		rooms.Close()
 		return nil, err
 	}
-	return &api{srv: srv, hub: hub, est: est}, nil
+	return &api{srv: srv, hub: hub, est: est, rooms: rooms}, nil
 }
 
 func (a *api) close() {
 	a.hub.Close()
 	a.srv.close()
 	a.est.Close()
+	a.rooms.Close()
 }
 
 // helloHandler is the classic hello world, a ServeMux with one route that
