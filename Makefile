@@ -4,6 +4,7 @@
 #   make run     build and run `waitroom serve` (pass flags with ARGS="--addr :9090")
 #   make test    install missing tools (as root on Debian), go vet, go test -race
 #                (with the Node tests of web/jstest, which need node)
+#   make layout  check the package layout alone (part of make test)
 #   make bench   run `waitroom bench` (the table in docs/BENCHMARKS.md) and the Go benchmarks
 #   make fuzz    run every fuzz target for FUZZTIME (default 10s) each
 #   make fmt     format the code
@@ -13,7 +14,7 @@ BIN      ?= bin/waitroom
 ARGS     ?=
 FUZZTIME ?= 10s
 
-.PHONY: all build run deps test bench fuzz fmt clean
+.PHONY: all build run deps test layout bench fuzz fmt clean
 
 all: build
 
@@ -31,6 +32,13 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# layout checks the house's shape alone (internal/layout: at most nine
+# public packages, one assembly in server/, one admission path, one
+# trusted-proxy parser, one session cookie, a short serve); make test runs
+# it with everything else.
+layout:
+	$(GO) test -count=1 ./internal/layout
 
 # bench runs the whole suite: first `waitroom bench`, the table of
 # docs/BENCHMARKS.md (engine, durable store, HTTP and Redis rows, each next to

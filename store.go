@@ -56,6 +56,9 @@ import (
 // CodeUnavailable when the backend fails. Implementations are safe for
 // concurrent use.
 type Store interface {
+	Ledger
+	Hooks
+
 	// PutRoom creates room name with cfg, or replaces its configuration.
 	// created says which. cfg must be valid (CodeInvalidConfig otherwise). A
 	// larger capacity, or unpausing, admits waiting sessions at once.

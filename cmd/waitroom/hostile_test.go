@@ -81,7 +81,7 @@ func (a rawAnswer) jsonError() (waitroom.Code, string) {
 	return v.Error.Code, ""
 }
 
-func hostileServe(t *testing.T, extra ...string) (*server, string) {
+func hostileServe(t *testing.T, extra ...string) (*inProcess, string) {
 	t.Helper()
 	s := startServe(t, append([]string{"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--store", "memory",
 		"--admin-token", hostileToken}, extra...), nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/sqlitestore"
 )
 
@@ -38,7 +39,7 @@ func TestRecoveryTimeWithManyLiveSessions(t *testing.T) {
 	}
 	const room = "big"
 	data := filepath.Join(t.TempDir(), "data")
-	path := filepath.Join(data, dbFileName)
+	path := filepath.Join(data, server.DatabaseFile)
 	bg := context.Background()
 
 	st, err := sqlitestore.Open(bg, path)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,8 +44,8 @@ func env(vars map[string]string) func(string) string {
 
 var listeningRE = regexp.MustCompile(`waitroom listening on (\S+)`)
 
-// server is a `waitroom serve` running inside the test process.
-type server struct {
+// inProcess is a `waitroom serve` running inside the test process.
+type inProcess struct {
 	url            string
 	stdout, stderr *syncBuffer
 	cancel         context.CancelFunc
@@ -56,10 +54,10 @@ type server struct {
 
 // startServe runs serve with args and vars and waits for its "listening on"
 // line. The server is stopped when the test ends, if stop was not called.
-func startServe(t *testing.T, args []string, vars map[string]string) *server {
+func startServe(t *testing.T, args []string, vars map[string]string) *inProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{stdout: new(syncBuffer), stderr: new(syncBuffer), cancel: cancel, done: make(chan error, 1)}
+	s := &inProcess{stdout: new(syncBuffer), stderr: new(syncBuffer), cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- run(ctx, append([]string{"serve"}, args...), env(vars), s.stdout, s.stderr) }()
 	t.Cleanup(func() {
 		if s.cancel != nil {
@@ -87,7 +85,7 @@ func startServe(t *testing.T, args []string, vars map[string]string) *server {
 
 // stop cancels serve's context, as SIGINT would, and checks that it returns
 // nil promptly.
-func (s *server) stop(t *testing.T) {
+func (s *inProcess) stop(t *testing.T) {
 	t.Helper()
 	s.cancel()
 	s.cancel = nil
@@ -116,33 +114,35 @@ func TestParseServeFlagsBeatEnvBeatDefaults(t *testing.T) {
 		"WAITROOM_LOG_FORMAT":  "json",
 	}
 	allFlags := []string{"--addr", "127.0.0.1:7000", "--data", "/flag/data", "--store", "", "--admin-token", "flag-token", "--log-format", "text"}
+	// parsed is what the case checks of serve's options.
+	type parsed struct{ addr, data, store, adminToken, logFormat string }
+	defaults := parsed{addr: ":8080", data: "./waitroom-data", logFormat: "text"}
 	for _, tc := range []struct {
 		name string
 		args []string
 		env  map[string]string
-		want serveConfig
+		want parsed
 	}{
-		{"defaults", nil, nil, serveConfig{addr: ":8080", data: "./waitroom-data", logFormat: "text"}},
-		{"env beats defaults", nil, allEnv, serveConfig{addr: "127.0.0.1:9000", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
-		{"flags beat env", allFlags, allEnv, serveConfig{addr: "127.0.0.1:7000", data: "/flag/data", store: "", adminToken: "flag-token", logFormat: "text"}},
-		{"single dash flags", []string{"-addr", "127.0.0.1:1"}, allEnv, serveConfig{addr: "127.0.0.1:1", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
-		{"empty env is unset", nil, map[string]string{"WAITROOM_ADDR": "", "WAITROOM_DATA": ""}, serveConfig{addr: ":8080", data: "./waitroom-data", logFormat: "text"}},
-		{"redis url accepted by the parser", []string{"--store", "rediss://h:6380/0"}, nil, serveConfig{addr: ":8080", data: "./waitroom-data", store: "rediss://h:6380/0", logFormat: "text"}},
+		{"defaults", nil, nil, defaults},
+		{"env beats defaults", nil, allEnv, parsed{addr: "127.0.0.1:9000", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
+		{"flags beat env", allFlags, allEnv, parsed{addr: "127.0.0.1:7000", data: "/flag/data", store: "", adminToken: "flag-token", logFormat: "text"}},
+		{"single dash flags", []string{"-addr", "127.0.0.1:1"}, allEnv, parsed{addr: "127.0.0.1:1", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
+		{"empty env is unset", nil, map[string]string{"WAITROOM_ADDR": "", "WAITROOM_DATA": ""}, defaults},
+		{"redis url accepted by the parser", []string{"--store", "rediss://h:6380/0"}, nil, parsed{addr: ":8080", data: "./waitroom-data", store: "rediss://h:6380/0", logFormat: "text"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			got, err := parseServe(tc.args, env(tc.env), &stderr)
+			o, err := parseServe(tc.args, env(tc.env), &stderr)
 			if err != nil {
 				t.Fatalf("parseServe(%q): %v; stderr:\n%s", tc.args, err, stderr.String())
 			}
-			// Flags the case does not name keep their defaults.
-			for _, f := range tc.want.flags() {
-				if f.dst != nil && *f.dst == "" && f.name != "store" && f.name != "admin-token" {
-					*f.dst = f.def
-				}
-			}
+			got := parsed{addr: o.addr, data: o.cfg.DataDir, store: o.cfg.StoreURL, adminToken: o.cfg.AdminToken, logFormat: o.logFormat}
 			if got != tc.want {
 				t.Errorf("parseServe(%q) with env %v:\ngot  %+v\nwant %+v", tc.args, tc.env, got, tc.want)
+			}
+			// Flags the case does not name keep their defaults, typed.
+			if o.cfg.PushRefresh != 5*time.Second || o.cfg.JoinsPerMinute != 120 || o.cfg.MaxSessionsPerRoom != 2_000_000 || o.cfg.Room != "default" {
+				t.Errorf("defaults not applied: %+v", o.cfg)
 			}
 		})
 	}
@@ -438,21 +438,5 @@ func TestServeRefusesEmptyTokenFile(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--store", "memory"}, env(nil), &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "is empty") {
 		t.Errorf("serve with an empty token file: got %v, want an error saying it is empty", err)
-	}
-}
-
-func TestHTTPServerLimits(t *testing.T) {
-	srv := newHTTPServer(context.Background(), http.NotFoundHandler(), slog.New(slog.DiscardHandler))
-	if srv.ReadHeaderTimeout != 5*time.Second {
-		t.Errorf("ReadHeaderTimeout = %v, want 5s", srv.ReadHeaderTimeout)
-	}
-	if srv.IdleTimeout <= 0 {
-		t.Errorf("IdleTimeout = %v, want a limit", srv.IdleTimeout)
-	}
-	if srv.MaxHeaderBytes != 64<<10 {
-		t.Errorf("MaxHeaderBytes = %d, want %d", srv.MaxHeaderBytes, 64<<10)
-	}
-	if srv.WriteTimeout != 0 {
-		t.Errorf("WriteTimeout = %v, want none (event streams stay open)", srv.WriteTimeout)
 	}
 }

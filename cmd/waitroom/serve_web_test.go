@@ -69,8 +69,8 @@ func TestParseServeWebFlags(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseServe: %v; stderr:\n%s", err, stderr.String())
 			}
-			if got.templates != tc.wantTemplates || got.demo != tc.wantDemo {
-				t.Errorf("got templates %q demo %v, want %q %v", got.templates, got.demo, tc.wantTemplates, tc.wantDemo)
+			if got.cfg.Templates != tc.wantTemplates || got.cfg.Demo != tc.wantDemo {
+				t.Errorf("got templates %q demo %v, want %q %v", got.cfg.Templates, got.cfg.Demo, tc.wantTemplates, tc.wantDemo)
 			}
 		})
 	}

@@ -9,16 +9,15 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
+	wrserver "github.com/waitroom/waitroom/server"
+
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/eta"
-	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/internal/push"
-	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/sqlitestore"
 )
@@ -54,14 +53,14 @@ func httpRows(ctx context.Context, opt Options, dir string) []Row {
 		return skipped("sqlitestore: "+err.Error(), rows...)
 	}
 	defer st.Close()
-	durable, err := newAPI(ctx, st)
+	durable, err := newAPI(ctx, st, dir)
 	if err != nil {
 		return skipped(err.Error(), rows...)
 	}
 	defer durable.close()
 	mem := memstore.New()
 	defer mem.Close()
-	inMemory, err := newAPI(ctx, mem)
+	inMemory, err := newAPI(ctx, mem, dir)
 	if err != nil {
 		return skipped(err.Error(), rows...)
 	}
@@ -146,40 +145,51 @@ func httpRows(ctx context.Context, opt Options, dir string) []Row {
 // benchRoom is the room the HTTP rows use.
 const benchRoom = "bench"
 
-// api is the real API handler over a store, served on loopback.
+// api is a whole waitroom server (package server, as `waitroom serve`
+// assembles it) over a store, its handler served on loopback by the same
+// kind of http.Server as the baseline's.
 type api struct {
-	srv   *server
-	hub   *push.Hub
-	est   *eta.Estimator
-	rooms *roomview.View
+	srv    *server
+	server *wrserver.Server
 }
 
-func newAPI(ctx context.Context, st waitroom.Store) (*api, error) {
+// newAPI assembles a server over st, its keys in a folder under dir. The
+// per-address join limit and the session cap are off: the bench's callers
+// all come from one address and fill the room on purpose.
+func newAPI(ctx context.Context, st waitroom.Store, dir string) (*api, error) {
 	cfg := waitroom.DefaultConfig()
 	cfg.Capacity = 0
 	cfg.WaitingTimeout = waitroom.Duration(time.Hour) // the line holds still while measured
 	if _, _, err := st.PutRoom(ctx, benchRoom, cfg, time.Now()); err != nil {
 		return nil, fmt.Errorf("create the room: %w", err)
 	}
-	est := eta.New(st)
-	hub := push.New(st, push.Options{Fill: est.Fill})
-	rooms := roomview.New(roomview.Config{Store: st})
-	h := httpapi.NewHandler(httpapi.Config{Store: st, Rooms: rooms, AdminToken: "bench-admin-token-not-used", Hub: hub, Fill: est.Fill})
-	srv, err := serveHTTP(h)
+	data, err := os.MkdirTemp(dir, "server-")
 	if err != nil {
-		hub.Close()
-		est.Close()
-		rooms.Close()
+		return nil, fmt.Errorf("server folder: %w", err)
+	}
+	sc := wrserver.Defaults()
+	sc.Store, sc.DataDir = st, data
+	sc.AdminToken = "bench-admin-token-not-used"
+	sc.JoinsPerMinute, sc.MaxSessionsPerRoom = 0, 0
+	sc.WebhookAllowPrivate = true // the webhook rows' receiver is on loopback
+	ws, err := wrserver.New(ctx, sc)
+	if err != nil {
+		return nil, fmt.Errorf("assemble the server: %w", err)
+	}
+	srv, err := serveHTTP(ws.Handler())
+	if err != nil {
+		ws.Close()
 		return nil, err
 	}
-	return &api{srv: srv, hub: hub, est: est, rooms: rooms}, nil
+	return &api{srv: srv, server: ws}, nil
 }
 
 func (a *api) close() {
-	a.hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.server.Shutdown(ctx)
 	a.srv.close()
-	a.est.Close()
-	a.rooms.Close()
+	_ = a.server.Close()
 }
 
 // helloHandler is the classic hello world, a ServeMux with one route that

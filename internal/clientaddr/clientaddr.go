@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,26 @@ func Parse(list string) (Trusted, error) {
 	}
 	return t, nil
 }
+
+// FromPrefixes returns the set of ps under Parse's rules: IPv4-mapped forms
+// are read as IPv4, zones are refused.
+func FromPrefixes(ps []netip.Prefix) (Trusted, error) {
+	var t Trusted
+	for _, p := range ps {
+		if !p.IsValid() {
+			return Trusted{}, fmt.Errorf("trusted proxy %q is not an address or CIDR prefix", p)
+		}
+		q, err := parseEntry(p.String())
+		if err != nil {
+			return Trusted{}, err
+		}
+		t.prefixes = append(t.prefixes, q)
+	}
+	return t, nil
+}
+
+// Prefixes returns the set's prefixes, as Parse normalised them.
+func (t Trusted) Prefixes() []netip.Prefix { return slices.Clone(t.prefixes) }
 
 func parseEntry(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {

@@ -1,0 +1,198 @@
+// Package server assembles a whole waitroom server: the one place that
+// builds the store, the push hub, the door, the gate, the API, the pages,
+// the console, the webhook deliverer, the sweeper and the metrics, in
+// dependency order, and owns every goroutine they start.
+//
+// `waitroom serve` turns its flags into a Config and calls New; so do the
+// benchmarks and every test that needs a whole server, and so can a Go
+// program that embeds waitroom:
+//
+//	cfg := server.Defaults()
+//	cfg.DataDir = "/var/lib/waitroom"
+//	srv, err := server.New(ctx, cfg)
+//	if err != nil { … }
+//	defer srv.Close()
+//	ln, _ := net.Listen("tcp", ":8080")
+//	go srv.Serve(ln)
+//
+// Handler is the whole HTTP surface without a listener, for an embedder
+// with a server of its own; Serve adds what guards the listener
+// (--max-connections, the request-head guard) and the timeouts.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom"
+)
+
+// Server limits. There is no WriteTimeout: event streams stay open for as
+// long as a session waits, and a server-wide write deadline would cut them.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+	// ShutdownTimeout is how long Shutdown lets requests in flight finish
+	// when its context has no deadline of its own.
+	ShutdownTimeout = 10 * time.Second
+)
+
+// Server is one assembled waitroom server. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	store   waitroom.Store
+	token   string
+	handler http.Handler
+	reg     *prometheus.Registry
+	http    *http.Server
+
+	// closers run in Close, last added first: what was built last, on top
+	// of the rest, stops first.
+	closers []func() error
+	// onShutdown runs when Shutdown starts (the hub ends every stream).
+	onShutdown []func()
+	// background is what outlives a request (sweeper, webhooks, outage
+	// monitor); cancelled in Close, after the HTTP server drained.
+	bgCtx      context.Context
+	background context.CancelFunc
+	running    sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a server from cfg. Nothing listens until Serve. On error,
+// whatever New had started is stopped again.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if s.token, err = adminToken(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.setUpRooms(ctx); err != nil {
+		return nil, err
+	}
+	if s.handler, err = s.assemble(ctx); err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog(cfg.Logger),
+		// Requests carry ctx's values but are not cancelled with it: on
+		// shutdown, requests in flight finish rather than fail.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	for _, f := range s.onShutdown {
+		s.http.RegisterOnShutdown(f)
+	}
+	return s, nil
+}
+
+// Handler returns the whole HTTP surface: the API, the pages, the gate,
+// the console and the operations endpoints.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Store returns the store the server serves.
+func (s *Server) Store() waitroom.Store { return s.store }
+
+// AdminToken returns the bearer token of the admin API.
+func (s *Server) AdminToken() string { return s.token }
+
+// Serve accepts connections on ln until Shutdown or Close, each checked by
+// the connection cap and the request-head guard first. It returns
+// http.ErrServerClosed after Shutdown or Close.
+func (s *Server) Serve(ln net.Listener) error {
+	ln, err := s.guard(ln)
+	if err != nil {
+		return err
+	}
+	return s.http.Serve(ln)
+}
+
+// Shutdown stops accepting connections, ends every event stream and waits
+// for the requests in flight (until ctx ends, or ShutdownTimeout when ctx
+// has no deadline), then closes the connections still open. It does not
+// stop the background work or the store: Close does.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ShutdownTimeout)
+		defer cancel()
+	}
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
+		s.http.Close()
+	}
+	return err
+}
+
+// Close stops everything New started, in reverse order, and closes the
+// store when New opened it. Call it after Shutdown for a graceful stop;
+// alone, it closes connections at once. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.http != nil {
+			errs = append(errs, ignoreClosed(s.http.Close()))
+		}
+		if s.background != nil {
+			s.background()
+		}
+		s.running.Wait()
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			errs = append(errs, s.closers[i]())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// onClose adds f to what Close runs.
+func (s *Server) onClose(f func() error) { s.closers = append(s.closers, f) }
+
+// onCloseFunc adds f, which cannot fail, to what Close runs.
+func (s *Server) onCloseFunc(f func()) { s.onClose(func() error { f(); return nil }) }
+
+// goBackground runs f until Close, on a context that outlives the request
+// context: the sweeper, the deliverer and the outage monitor keep working
+// while Shutdown drains requests.
+func (s *Server) goBackground(f func(ctx context.Context)) {
+	if s.background == nil {
+		panic("server: background work started before its context")
+	}
+	s.running.Go(func() { f(s.bgCtx) })
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("close HTTP server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/waitroom/waitroom/memstore"
+	"github.com/waitroom/waitroom/redisstore"
+	"github.com/waitroom/waitroom/sqlitestore"
+)
+
+// DatabaseFile is the SQLite database's name inside the data folder (with
+// its -wal and -shm files beside it): what a backup copies.
+const DatabaseFile = "waitroom.db"
+
+// openStore uses cfg.Store, or opens the backend cfg.StoreURL names (and
+// closes it in Close).
+func (s *Server) openStore(ctx context.Context) error {
+	cfg := s.cfg
+	if cfg.Store != nil {
+		s.store = cfg.Store
+		return nil
+	}
+	switch {
+	case cfg.StoreURL == "memory":
+		cfg.Logger.Warn("using the in-memory store: every room and session is lost when the process stops; use it for demos only")
+		s.store = memstore.New()
+	case IsRedisURL(cfg.StoreURL):
+		st, err := redisstore.Open(ctx, cfg.StoreURL)
+		if err != nil {
+			return fmt.Errorf("open Redis store %s: %w", RedactURL(cfg.StoreURL), err)
+		}
+		s.store = st
+	default:
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("create data folder: %w", err)
+		}
+		path := filepath.Join(cfg.DataDir, DatabaseFile)
+		st, err := sqlitestore.Open(ctx, path)
+		if err != nil {
+			return fmt.Errorf("open SQLite store %s: %w", path, err)
+		}
+		s.store = st
+	}
+	s.onClose(func() error {
+		if err := s.store.Close(); err != nil {
+			return fmt.Errorf("close store: %w", err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// StoreKind names the backend a configuration serves, for logs: memory,
+// redis or sqlite ("embedded" when an open store was given).
+func (c Config) StoreKind() string {
+	switch {
+	case c.Store != nil:
+		return "embedded"
+	case c.StoreURL == "memory":
+		return "memory"
+	case IsRedisURL(c.StoreURL):
+		return "redis"
+	}
+	return "sqlite"
+}
