@@ -11,6 +11,13 @@
 // keyed by the snapshot's Config pointer, which changes exactly when the
 // configuration may have.
 //
+// The push hub is no reader: it reads neither configurations nor counts
+// from the store, but paces its updates by the events themselves (which
+// sessions left, whether a change moves what every page shows), which needs
+// each event with the state before it, in order, on the store's goroutine.
+// The gate keeps its own subscription too, for what is about passes (ended
+// sessions, its resync window), not rooms.
+//
 // # Staleness
 //
 // One rule for every reader: a snapshot is fresh for TTL (DefaultTTL, one
