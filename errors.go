@@ -6,34 +6,39 @@ import (
 	"fmt"
 )
 
-// Code is a machine-readable error code. It is part of the public API: the
-// HTTP layer sends it to clients and maps it to a status.
+// Code is a machine-readable error code. It is part of the public API: a
+// Store returns it, the HTTP API sends it, and the client hands it back, so a
+// program acts on the same code whichever it talks to.
 type Code string
 
-// The error codes. Each names one situation a client can act on.
+// The domain's error kinds: what a Store returns, or the domain's own
+// checks (RoomConfig.Validate, ParseRoomConfig, ParseSessionID, CheckJoin).
 const (
-	CodeInvalidRequest     Code = "invalid_request"    // malformed input of any other kind
-	CodeInvalidJSON        Code = "invalid_json"       // a body that is not the JSON expected
-	CodeInvalidRoomName    Code = "invalid_room_name"  // a room name outside the allowed pattern
-	CodeInvalidSessionID   Code = "invalid_session_id" // a session id that cannot have been issued
-	CodeInvalidConfig      Code = "invalid_config"     // a room configuration that fails validation
-	CodeInvalidKey         Code = "invalid_key"        // an identity key that is empty, too long or not printable
-	CodeUnauthorized       Code = "unauthorized"       // no or bad admin token
-	CodeForbidden          Code = "forbidden"          // a request refused whoever makes it (a cross-origin WebSocket)
-	CodeNotFound           Code = "not_found"          // no such route
-	CodeMethodNotAllowed   Code = "method_not_allowed" // the route exists, the method does not
-	CodeRoomNotFound       Code = "room_not_found"
-	CodeSessionNotFound    Code = "session_not_found"
-	CodeQueueEmpty         Code = "queue_empty"    // advance with nobody waiting
-	CodeAlreadyJoined      Code = "already_joined" // the key already holds a live session
-	CodeRoomNotEmpty       Code = "room_not_empty" // delete of a room with live sessions
-	CodeBodyTooLarge       Code = "body_too_large"
-	CodeRateLimited        Code = "rate_limited"
-	CodeRoomFull           Code = "room_full"            // a cap on sessions or memory refuses the join
-	CodeRoomClosed         Code = "room_closed"          // a join after the room's closes_at
-	CodeDrawDone           Code = "draw_done"            // a change to opens_at after the room's draw took place
-	CodeSoldOut            Code = "sold_out"             // a join after the room's inventory sold out
-	CodeStockConflict      Code = "stock_conflict"       // a stock change the counts do not allow (selling more than is reserved)
+	CodeInvalidRequest   Code = "invalid_request"    // malformed input of any other kind
+	CodeInvalidJSON      Code = "invalid_json"       // a body that is not the JSON expected (DecodeJSON)
+	CodeInvalidRoomName  Code = "invalid_room_name"  // a room name outside the allowed pattern
+	CodeInvalidSessionID Code = "invalid_session_id" // a session id that cannot have been issued
+	CodeInvalidConfig    Code = "invalid_config"     // a room configuration that fails validation
+	CodeInvalidKey       Code = "invalid_key"        // an identity key that is empty, too long or not printable
+	CodeNotFound         Code = "not_found"          // no such webhook or draw; from the API, no such route
+	CodeRoomNotFound     Code = "room_not_found"
+	CodeSessionNotFound  Code = "session_not_found"
+	CodeQueueEmpty       Code = "queue_empty"    // advance with nobody waiting
+	CodeAlreadyJoined    Code = "already_joined" // the key already holds a live session
+	CodeRoomNotEmpty     Code = "room_not_empty" // delete of a room with live sessions
+	CodeRoomClosed       Code = "room_closed"    // a join after the room's closes_at
+	CodeDrawDone         Code = "draw_done"      // a change to opens_at after the room's draw took place
+	CodeSoldOut          Code = "sold_out"       // a join after the room's inventory sold out
+	CodeStockConflict    Code = "stock_conflict" // a stock change the counts do not allow (selling more than is reserved)
+	CodeNotInvited       Code = "not_invited"    // a claim of a session that is not invited (still waiting, or ended)
+	CodeUnavailable      Code = "unavailable"    // the store cannot be reached or has failed
+	CodeInternal         Code = "internal"
+)
+
+// The kinds of a room's door: invites and proof-of-work challenges,
+// checked by the server (and package challenge) before a join reaches the
+// Store, which records each token's uses and returns the *_used kinds.
+const (
 	CodeInviteRequired     Code = "invite_required"      // a join without an invite in an invite_only room
 	CodeInviteInvalid      Code = "invite_invalid"       // an invite token that is malformed or wrongly signed
 	CodeInviteExpired      Code = "invite_expired"       // an invite token past its expiry
@@ -44,9 +49,20 @@ const (
 	CodeChallengeExpired   Code = "challenge_expired"    // a challenge past its expiry
 	CodeChallengeWrongRoom Code = "challenge_wrong_room" // a challenge issued for another room
 	CodeChallengeUsed      Code = "challenge_used"       // a challenge solution already used for a join
-	CodeNotInvited         Code = "not_invited"          // a claim of a session that is not invited (still waiting, or ended)
-	CodeUnavailable        Code = "unavailable"          // the store cannot be reached or has failed
-	CodeInternal           Code = "internal"
+)
+
+// The kinds only the server's HTTP layers and join limits answer with. No
+// Store returns them, but package client returns every answer as the
+// server sent it, so a program using the client acts on these as on the
+// domain's. (The codes of refusals the Go client never meets, such as a
+// cross-origin WebSocket or a malformed request head, are the server's
+// own.)
+const (
+	CodeUnauthorized     Code = "unauthorized"       // no or bad admin token
+	CodeMethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
+	CodeBodyTooLarge     Code = "body_too_large"     // a body over the server's limit
+	CodeRateLimited      Code = "rate_limited"       // a join over the per-address rate
+	CodeRoomFull         Code = "room_full"          // a cap on sessions or memory refuses the join
 )
 
 // Error is the one error type of waitroom. Message is written for a person
@@ -55,13 +71,27 @@ const (
 type Error struct {
 	Code    Code
 	Message string
-	// Session is the live session that caused CodeAlreadyJoined.
+	// Session is the live session that caused CodeAlreadyJoined (or the
+	// session of a CodeNotInvited claim).
 	Session *Session
-	// Challenge is the proof-of-work challenge a CodeChallengeRequired or
-	// CodeChallengeExpired answer carries (JSON-encodable).
-	Challenge any
+	// Challenge is the proof-of-work challenge to solve that a
+	// CodeChallengeRequired or CodeChallengeExpired answer carries; nil
+	// otherwise.
+	Challenge *ChallengeDetail
 	// Err is the underlying cause, if any.
 	Err error
+}
+
+// ChallengeDetail is a proof-of-work challenge (ALTCHA v1) as an error
+// answer carries it in its "challenge" member: package challenge issues
+// it (challenge.Challenge, which converts to and from this type) and
+// solves it.
+type ChallengeDetail struct {
+	Algorithm string `json:"algorithm"`
+	Challenge string `json:"challenge"`
+	MaxNumber int64  `json:"maxnumber"`
+	Salt      string `json:"salt"`
+	Signature string `json:"signature"`
 }
 
 // Error implements the error interface.

@@ -3,7 +3,6 @@ package waitroom
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"time"
 )
 
@@ -257,42 +256,17 @@ func WaitBin(d time.Duration) int {
 	return lo
 }
 
-// WaitBinValue returns the value that stands for every wait in bin i: the
-// geometric middle of its edges, so it is within 5.2% of any wait in the
-// bin. Bin 0 (under 100 ms) gives 50 ms; the last bin gives its lower edge.
-func WaitBinValue(i int) time.Duration {
+// WaitBinStart returns the shortest wait bin i holds: 0 for bin 0, and
+// for the last bin (WaitBins-1) its lower edge, about 25 hours. Bin i holds
+// the waits from WaitBinStart(i) up to WaitBinStart(i+1).
+func WaitBinStart(i int) time.Duration {
 	switch {
 	case i <= 0:
-		return 50 * time.Millisecond
+		return 0
 	case i >= WaitBins-1:
 		return time.Duration(waitEdges[waitLogBins]) * time.Millisecond
 	}
-	mid := math.Sqrt(float64(waitEdges[i-1]) * float64(waitEdges[i]))
-	return time.Duration(math.Round(mid)) * time.Millisecond
-}
-
-// WaitPercentile returns the q-quantile (0 < q ≤ 1) of the waits in h by
-// nearest rank, as WaitBinValue of the bin it falls in: between 100 ms and
-// about 25 h it is within 5.2% of the exact nearest-rank quantile of the
-// waits counted. ok is false when h is empty.
-func WaitPercentile(h *[WaitBins]int64, q float64) (d time.Duration, ok bool) {
-	var total int64
-	for _, n := range h {
-		total += n
-	}
-	if total == 0 {
-		return 0, false
-	}
-	rank := int64(math.Ceil(q * float64(total)))
-	rank = min(max(rank, 1), total)
-	var seen int64
-	for i, n := range h {
-		seen += n
-		if seen >= rank {
-			return WaitBinValue(i), true
-		}
-	}
-	return WaitBinValue(WaitBins - 1), true
+	return time.Duration(waitEdges[i-1]) * time.Millisecond
 }
 
 // CheckConsoleSessionID returns a CodeInvalidRequest error unless id can

@@ -93,7 +93,7 @@ func (h Webhook) Check() error {
 			return Errorf(CodeInvalidRequest, "Event type %q is listed twice.", e)
 		}
 	}
-	if _, err := WebhookKey(h.Secret); err != nil {
+	if _, err := webhookKey(h.Secret); err != nil {
 		return err
 	}
 	return nil
@@ -124,8 +124,9 @@ func CheckWebhookURL(raw string) error {
 	return nil
 }
 
-// WebhookKey decodes a secret "whsec_<base64>" into its key.
-func WebhookKey(secret string) ([]byte, error) {
+// webhookKey decodes a secret "whsec_<base64>" into its key. Only Check
+// needs it: delivery signs with the secret itself (Standard Webhooks).
+func webhookKey(secret string) ([]byte, error) {
 	b64, ok := strings.CutPrefix(secret, webhookSecretPfx)
 	if !ok {
 		return nil, Errorf(CodeInvalidRequest, "A webhook secret starts with \"whsec_\" (leave it out and one is made).")

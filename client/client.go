@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/challenge"
 )
 
 // maxResponse bounds how much of an answer is read, so a broken or hostile
@@ -138,9 +137,9 @@ func answerError(status int, data []byte) error {
 	if err := json.Unmarshal(data, &a); err == nil && a.Error != nil && a.Error.Code != "" {
 		e := &waitroom.Error{Code: a.Error.Code, Message: a.Error.Message, Session: a.Session}
 		if len(a.Challenge) > 0 && string(a.Challenge) != "null" {
-			var ch challenge.Challenge
+			var ch waitroom.ChallengeDetail
 			if json.Unmarshal(a.Challenge, &ch) == nil {
-				e.Challenge = ch
+				e.Challenge = &ch
 			}
 		}
 		return e

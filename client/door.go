@@ -53,11 +53,10 @@ func (c *Client) JoinWith(ctx context.Context, room string, o JoinOptions) (wait
 			(e.Code != waitroom.CodeChallengeRequired && e.Code != waitroom.CodeChallengeExpired) {
 			return s, err
 		}
-		ch, ok := e.Challenge.(challenge.Challenge)
-		if !ok {
+		if e.Challenge == nil {
 			return s, err
 		}
-		p, serr := challenge.Solve(ctx, ch)
+		p, serr := challenge.Solve(ctx, challenge.Challenge(*e.Challenge))
 		if serr != nil {
 			return s, serr
 		}

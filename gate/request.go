@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -72,9 +71,9 @@ func WantsJSON(r *http.Request) bool {
 	return strings.Contains(a, "application/json") && !strings.Contains(a, "text/html")
 }
 
-// WriteError writes waitroom's error JSON, the API's own shape.
+// WriteError writes waitroom's error JSON, the API's own shape, with
+// status (the status waitroom's API gives code, as a rule: 401 for
+// CodeUnauthorized).
 func WriteError(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
-	b, _ := json.Marshal(apierror.Body{Error: apierror.Detail{Code: code, Message: apierror.Clip(msg)}})
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	apierror.WriteBody(w, status, append(b, '\n'))
+	apierror.WriteMessage(w, status, code, msg)
 }

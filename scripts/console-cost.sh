@@ -30,13 +30,13 @@
 # CPU under load, free of the machine's noise (GC's share added in a second
 # figure). It needs `go` (for the build and `go tool pprof`), curl, python3.
 #
-# "A console" is what the open room view of console/assets/app.js asks for,
+# "A console" is what the open room view of internal/console/assets/room.js asks for,
 # replayed by a small Go client (written and built in the temp dir, standard
 # library only): sign in (POST /admin/api/session, cookie), the view's opening
 # requests (GET /v1/rooms, /v1/rooms/{room}/stats, /v1/rooms/{room}/audit?limit=50,
 # /v1/stats), then the live stream GET /v1/rooms/{room}/admin-events held open
 # (reconnecting 3 s after it ends), GET /v1/stats every 10 s and after every
-# "room" event (app.js: setRoom → loadState; a room that admits changes
+# "room" event (room.js: setRoom → loadState; a room that admits changes
 # between any two ticks of the stream, so under load that is every tick).
 # Every event's data is parsed as JSON; a "deleted" event ends it. Each
 # console has its own cookie and connections (HTTP/1.1 keep-alive, like a
@@ -86,7 +86,7 @@ module consolecli
 go 1.22
 EOF
 cat >"$dir/consolecli/main.go" <<'EOF'
-// consolecli opens N operator consoles on one room, as console/assets/app.js's
+// consolecli opens N operator consoles on one room, as internal/console/assets/room.js's
 // room view does, until SIGTERM; then prints what they received and asked.
 package main
 
@@ -134,7 +134,7 @@ func (k *console) get(ctx context.Context, path string) error {
 }
 
 // loadState: GET /v1/stats (the badge), in the background, as often as
-// asked (app.js does not hold one back while another is out).
+// asked (room.js does not hold one back while another is out).
 func (k *console) loadState(ctx context.Context) {
 	go func() {
 		if err := k.get(ctx, "/v1/stats"); err != nil {
@@ -188,7 +188,7 @@ func (k *console) run(ctx context.Context, token string) error {
 	}()
 	for ctx.Err() == nil {
 		if k.stream(ctx, r+"/admin-events") {
-			return nil // "deleted": app.js stops
+			return nil // "deleted": room.js stops
 		}
 		select { // EventSource error: retry in 3 s
 		case <-ctx.Done():

@@ -1,8 +1,11 @@
-// Package apierror writes the API's error answers: the JSON body
-// {"error":{"code":"…","message":"…"}}, the HTTP status of each
-// waitroom.Code, and the WWW-Authenticate and Retry-After headers that go
-// with them. The API (httpapi) and the operator console (console) answer
-// errors through it, so the two cannot drift apart.
+// Package apierror is the server's one HTTP error vocabulary: the status
+// of every code (the one map), the codes only the server's HTTP layers
+// give, the Retry-After and WWW-Authenticate headers, the JSON body
+// {"error":{"code":"…","message":"…"}} and the writers of it. Every part of
+// the server that answers an error answers through it: the API (httpapi),
+// the gate (gatekeeper, and gate.WriteError), the operator console
+// (console), the connection guards (connguard, connlimit), and the waiting
+// pages (web), whose HTML error pages take their status from Status.
 package apierror
 
 import (
@@ -10,15 +13,29 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/limit"
 )
 
-// statuses is the one map from error code to HTTP status, the API's. A
-// code missing here is a bug and is answered as internal.
+// Codes of answers no Store returns and the Go client never meets: they
+// belong to the server's HTTP layers alone.
+const (
+	// CodeForbidden is a request refused whoever makes it: a cross-origin
+	// WebSocket handshake, a console request without its CSRF proof.
+	CodeForbidden waitroom.Code = "forbidden"
+	// CodeHeaderTooLarge is the 431 of a request head over the server's
+	// limit (package connguard, before any route).
+	CodeHeaderTooLarge waitroom.Code = "header_too_large"
+	// CodeExpectationFailed is the 417 of an Expect other than
+	// 100-continue (package connguard, before any route).
+	CodeExpectationFailed waitroom.Code = "expectation_failed"
+)
+
+// statuses is the one map from error code to HTTP status. A code missing
+// here is a bug and is answered as internal.
 var statuses = map[waitroom.Code]int{
 	waitroom.CodeInvalidRequest:     http.StatusBadRequest,
 	waitroom.CodeInvalidJSON:        http.StatusBadRequest,
@@ -27,7 +44,7 @@ var statuses = map[waitroom.Code]int{
 	waitroom.CodeInvalidConfig:      http.StatusBadRequest,
 	waitroom.CodeInvalidKey:         http.StatusBadRequest,
 	waitroom.CodeUnauthorized:       http.StatusUnauthorized,
-	waitroom.CodeForbidden:          http.StatusForbidden,
+	CodeForbidden:                   http.StatusForbidden,
 	waitroom.CodeNotFound:           http.StatusNotFound,
 	waitroom.CodeRoomNotFound:       http.StatusNotFound,
 	waitroom.CodeSessionNotFound:    http.StatusNotFound,
@@ -51,19 +68,31 @@ var statuses = map[waitroom.Code]int{
 	waitroom.CodeStockConflict:      http.StatusConflict,
 	waitroom.CodeNotInvited:         http.StatusConflict,
 	waitroom.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
+	CodeExpectationFailed:           http.StatusExpectationFailed,
+	CodeHeaderTooLarge:              http.StatusRequestHeaderFieldsTooLarge,
 	waitroom.CodeRateLimited:        http.StatusTooManyRequests,
 	waitroom.CodeRoomFull:           http.StatusServiceUnavailable,
 	waitroom.CodeUnavailable:        http.StatusServiceUnavailable,
 	waitroom.CodeInternal:           http.StatusInternalServerError,
 }
 
-// Status is the HTTP status the API answers code with (500 for a code it
-// does not know).
+// Status is the HTTP status of code (500 for a code the map does not know).
 func Status(code waitroom.Code) int {
 	if st, ok := statuses[code]; ok {
 		return st
 	}
 	return http.StatusInternalServerError
+}
+
+// Codes returns every code the map knows, sorted: package waitroom's and
+// this package's own.
+func Codes() []waitroom.Code {
+	out := make([]waitroom.Code, 0, len(statuses))
+	for c := range statuses {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Messages for errors that are not *waitroom.Error, whose text must not be sent.
@@ -78,11 +107,11 @@ const (
 // ContentType is the Content-Type of every JSON answer.
 const ContentType = "application/json; charset=utf-8"
 
-// retryAfterSeconds is the Retry-After sent with 429 and 503 unless the
-// error says better (a *limit.RetryError): the store has no better
+// DefaultRetryAfter is the Retry-After, in seconds, sent with 429 and 503
+// unless the error says better (RetryAfter): the store has no better
 // estimate, and one second keeps well-behaved clients from hammering while
 // recovering quickly.
-const retryAfterSeconds = "1"
+const DefaultRetryAfter = 1
 
 // MaxMessage bounds the message of an error answer: messages may quote the
 // client's input, which must never come back at length.
@@ -91,11 +120,12 @@ const MaxMessage = 300
 // Body is the JSON form of every error answer.
 type Body struct {
 	Error Detail `json:"error"`
-	// Session is the live session of an already_joined error.
+	// Session is the live session of an already_joined (or not_invited)
+	// error.
 	Session *waitroom.Session `json:"session,omitempty"`
 	// Challenge is the challenge to solve of a challenge_required (or
 	// challenge_expired) error.
-	Challenge any `json:"challenge,omitempty"`
+	Challenge *waitroom.ChallengeDetail `json:"challenge,omitempty"`
 }
 
 // Detail is the "error" object of an error answer.
@@ -104,13 +134,16 @@ type Detail struct {
 	Message string        `json:"message"`
 }
 
+// Encode returns the JSON body of an error answer with code and msg (msg
+// clipped to MaxMessage), ending in a newline.
+func Encode(code waitroom.Code, msg string) []byte {
+	b, _ := json.Marshal(Body{Error: Detail{Code: code, Message: Clip(msg)}}) // cannot fail for these types
+	return append(b, '\n')
+}
+
 // Writer writes error answers. Its zero value is not usable: Log must be
 // set. A Writer is small and may be built for each answer.
 type Writer struct {
-	// Statuses maps the codes answered to their statuses; any other code is
-	// logged as a bug and answered as internal. Nil means the API's map,
-	// which has every code of package waitroom.
-	Statuses map[waitroom.Code]int
 	// Log receives every failed request (errors at 5xx, the rest at debug).
 	Log *slog.Logger
 	// Name prefixes the log messages, as in "httpapi: request failed".
@@ -127,12 +160,8 @@ type Writer struct {
 // Write answers err: the code and the person-readable message go to the
 // client, the internal cause only to the log.
 func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
-	statusOf := wr.Statuses
-	if statusOf == nil {
-		statusOf = statuses
-	}
 	code := waitroom.ErrorCode(err)
-	status, known := statusOf[code]
+	status, known := statuses[code]
 	body := Body{Error: Detail{Code: code, Message: waitroom.ErrorMessage(err)}}
 	var e *waitroom.Error
 	isDomain := errors.As(err, &e)
@@ -173,7 +202,10 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	if wr.CacheControl != "" {
 		h.Set("Cache-Control", wr.CacheControl)
 	}
-	setHeaders(h, status, err)
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="waitroom"`)
+	}
+	SetRetryAfter(h, status, err, DefaultRetryAfter)
 	b, merr := json.Marshal(body)
 	if merr != nil {
 		// Cannot happen for these types; keep the answer well-formed anyway.
@@ -188,20 +220,46 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	writeBody(w, status, append(b, '\n'))
 }
 
-// setHeaders sets the headers an error answer with status carries:
-// WWW-Authenticate with 401, Retry-After with 429 and 503 (the wait err
-// names, else one second).
-func setHeaders(h http.Header, status int, err error) {
-	switch status {
-	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", `Bearer realm="waitroom"`)
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if secs, ok := limit.RetryAfter(err); ok {
-			h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		} else {
-			h.Set("Retry-After", retryAfterSeconds)
-		}
+// RetryAfter returns the seconds after which a refused request may be
+// tried again, when err says so: when err, or an error it wraps, has a
+// RetryAfterSeconds() int64 method (as limit.RetryError has). ok is false
+// otherwise.
+func RetryAfter(err error) (secs int64, ok bool) {
+	var re interface{ RetryAfterSeconds() int64 }
+	if errors.As(err, &re) {
+		return re.RetryAfterSeconds(), true
 	}
+	return 0, false
+}
+
+// SetRetryAfter sets the Retry-After of an error answer with status: on
+// 429 and 503 only, the seconds err names (RetryAfter), else fallback.
+func SetRetryAfter(h http.Header, status int, err error, fallback int64) {
+	if v, ok := retryAfter(status, err, fallback); ok {
+		h.Set("Retry-After", v)
+	}
+}
+
+// retryAfter is the Retry-After of an answer with status, if it has one.
+func retryAfter(status int, err error, fallback int64) (string, bool) {
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return "", false
+	}
+	secs, ok := RetryAfter(err)
+	if !ok {
+		secs = fallback
+	}
+	return strconv.FormatInt(secs, 10), true
+}
+
+// WriteMessage writes an error answer of status with code and msg, with
+// X-Content-Type-Options: nosniff and nothing else but the body's headers:
+// the gate's answers, which go to a proxy's subrequest as often as to a
+// person. Callers take status from Status unless the answer is not
+// waitroom's own (a protected app that failed).
+func WriteMessage(w http.ResponseWriter, status int, code waitroom.Code, msg string) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	WriteBody(w, status, Encode(code, msg))
 }
 
 // WriteBody writes an encoded JSON answer with its Content-Type and
@@ -213,6 +271,27 @@ func WriteBody(w http.ResponseWriter, status int, b []byte) {
 	w.WriteHeader(status)
 	// A failed write means the client went away; there is no one to tell.
 	_, _ = w.Write(b)
+}
+
+// Raw returns the whole HTTP/1.1 answer to a request refused on its
+// connection, before net/http reads it, after which the connection
+// closes: the status of err's code, the JSON body of its code and message,
+// Connection: close, no caching, and Retry-After (err's, else retry
+// seconds) on a 429 or 503.
+func Raw(err error, retry int64) []byte {
+	code := waitroom.ErrorCode(err)
+	status := Status(code)
+	body := Encode(code, waitroom.ErrorMessage(err))
+	h := "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
+		"Content-Type: " + ContentType + "\r\n" +
+		"Cache-Control: no-store\r\n" +
+		"X-Content-Type-Options: nosniff\r\n"
+	if v, ok := retryAfter(status, err, retry); ok {
+		h += "Retry-After: " + v + "\r\n"
+	}
+	h += "Connection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	return append([]byte(h), body...)
 }
 
 // Clip shortens m to at most MaxMessage bytes, on a character boundary,

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // This file judges a whole request head: its request line, its headers
@@ -15,11 +16,10 @@ import (
 
 // verdict is what check concluded about a head.
 type verdict struct {
-	// status, code and msg are the refusal; status 0 when the head is
-	// fine.
-	status int
-	code   waitroom.Code
-	msg    string
+	// code and msg are the refusal (the status is code's); code is ""
+	// when the head is fine.
+	code waitroom.Code
+	msg  string
 	// The framing of a head that is fine.
 	chunked bool
 	length  int64
@@ -147,7 +147,7 @@ func slowCheck(head []byte) verdict {
 	br.Reset(nil)
 	readers.Put(br)
 	bad := func(msg string) verdict {
-		return verdict{status: http.StatusBadRequest, code: waitroom.CodeInvalidRequest, msg: msg}
+		return verdict{code: waitroom.CodeInvalidRequest, msg: msg}
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "transfer encoding") { // unsupported, or too many
@@ -190,7 +190,7 @@ func slowCheck(head []byte) verdict {
 		return bad("An HTTP/1.0 request may not have Transfer-Encoding.")
 	}
 	if e := req.Header.Get("Expect"); e != "" && !hasToken(e, "100-continue") {
-		return verdict{status: http.StatusExpectationFailed, code: CodeExpectationFailed,
+		return verdict{code: apierror.CodeExpectationFailed,
 			msg: "The only expectation met here is Expect: 100-continue."}
 	}
 	v := verdict{post: req.Method == http.MethodPost}

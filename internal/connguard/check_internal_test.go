@@ -8,7 +8,7 @@ func BenchmarkCheck(b *testing.B) {
 		"Accept: application/json\r\nAccept-Language: en-US,en;q=0.9\r\nCookie: waitroom-default=eyJhbGciOiJFZERTQSJ9.eyJpc3MiOiJ3YWl0cm9vbSJ9.c2ln\r\n\r\n")
 	b.ReportAllocs()
 	for range b.N {
-		if v := check(head); v.status != 0 {
+		if v := check(head); v.code != "" {
 			b.Fatal(v)
 		}
 	}

@@ -35,7 +35,6 @@ package connguard
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -48,16 +47,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-)
-
-// Codes of the answers that have no code in package waitroom: they come
-// from the transport, never from a handler.
-const (
-	// CodeHeaderTooLarge is the 431 of a request head over the limit.
-	CodeHeaderTooLarge waitroom.Code = "header_too_large"
-	// CodeExpectationFailed is the 417 of an Expect other than
-	// 100-continue.
-	CodeExpectationFailed waitroom.Code = "expectation_failed"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // Guard returns ln with every connection it accepts guarded, for srv: heads
@@ -304,7 +294,7 @@ func (c *conn) Read(p []byte) (int, error) {
 			if errors.Is(err, io.EOF) && c.stage == stageHead && c.w > c.r && !c.blankOnly() {
 				// The client ended in the middle of a head: net/http
 				// would answer 400 in text.
-				c.refuse(http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request ended before its head did.")
+				c.refuse(waitroom.CodeInvalidRequest, "The request ended before its head did.")
 				continue
 			}
 			return 0, err
@@ -538,7 +528,7 @@ func (c *conn) head(data []byte) bool {
 	end := c.headEnd(data)
 	if end < 0 {
 		if len(data) > c.maxHead {
-			c.refuse(http.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge,
+			c.refuse(apierror.CodeHeaderTooLarge,
 				"The request's head (its request line and headers) is over "+strconv.Itoa(c.maxHead)+" bytes.")
 			return true
 		}
@@ -546,13 +536,13 @@ func (c *conn) head(data []byte) bool {
 	}
 	c.scanned, c.started = 0, time.Time{}
 	if end > c.maxHead {
-		c.refuse(http.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge,
+		c.refuse(apierror.CodeHeaderTooLarge,
 			"The request's head (its request line and headers) is over "+strconv.Itoa(c.maxHead)+" bytes.")
 		return true
 	}
 	v := check(data[:end])
-	if v.status != 0 {
-		c.refuse(v.status, v.code, v.msg)
+	if v.code != "" {
+		c.refuse(v.code, v.msg)
 		return true
 	}
 	c.ok += end
@@ -589,11 +579,12 @@ func (c *conn) headEnd(data []byte) int {
 	}
 }
 
-// refuse makes the head at hand the refused one.
-func (c *conn) refuse(status int, code waitroom.Code, msg string) {
+// refuse makes the head at hand the refused one, answered with code (and
+// its status) and msg.
+func (c *conn) refuse(code waitroom.Code, msg string) {
 	c.stage = stageRefused
 	c.mu.Lock()
-	c.refusal = answer(status, code, msg)
+	c.refusal = apierror.Raw(&waitroom.Error{Code: code, Message: msg}, apierror.DefaultRetryAfter)
 	c.mu.Unlock()
 }
 
@@ -652,24 +643,4 @@ func clip(s string) string {
 		s = s[:maxLen] + "…"
 	}
 	return s
-}
-
-// answer is the whole HTTP/1.1 answer of a refusal.
-func answer(status int, code waitroom.Code, msg string) []byte {
-	var body struct {
-		Error struct {
-			Code    waitroom.Code `json:"code"`
-			Message string        `json:"message"`
-		} `json:"error"`
-	}
-	body.Error.Code, body.Error.Message = code, msg
-	b, _ := json.Marshal(body)
-	b = append(b, '\n')
-	head := "HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
-		"Content-Type: application/json; charset=utf-8\r\n" +
-		"Cache-Control: no-store\r\n" +
-		"X-Content-Type-Options: nosniff\r\n" +
-		"Connection: close\r\n" +
-		"Content-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n"
-	return append([]byte(head), b...)
 }

@@ -7,12 +7,13 @@ package connlimit
 
 import (
 	"bytes"
-	"encoding/json"
-
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // Listener wraps a net.Listener so that at most Max connections it
@@ -35,20 +36,10 @@ func New(ln net.Listener, max int) *Listener {
 }
 
 // full is the answer to a connection over the cap: an HTTP/1.1 503 with the
-// API's error shape, then the connection closes.
-var full = func() []byte {
-	body, _ := json.Marshal(map[string]any{"error": map[string]string{
-		"code":    "unavailable",
-		"message": "This server holds as many connections as it can; try again shortly.",
-	}})
-	head := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\nContent-Length: "
-	return append([]byte(head+itoa(len(body)+1)+"\r\n\r\n"), append(body, '\n')...)
-}()
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
+// API's error shape, then the connection closes. Retry-After is five
+// seconds: connections free up as answers finish, not at once.
+var full = apierror.Raw(waitroom.Errorf(waitroom.CodeUnavailable,
+	"This server holds as many connections as it can; try again shortly."), 5)
 
 // Accept returns the next connection under the cap; connections over it
 // are answered and closed here, in the background.

@@ -39,38 +39,40 @@ func (a *asset) withHash(name string) *asset {
 	return a
 }
 
-// The page's files. index.html links the scripts and styles by their
-// hashed names, so a new release is fetched at once while an unchanged
-// file is cached for a year; everything else is revalidated each time.
-var (
-	appJS      = newAsset(mustRead("app.js"), "text/javascript; charset=utf-8").withHash("app.js")
-	invitesJS  = newAsset(mustRead("invites.js"), "text/javascript; charset=utf-8").withHash("invites.js")
-	webhooksJS = newAsset(mustRead("webhooks.js"), "text/javascript; charset=utf-8").withHash("webhooks.js")
-	sessionsJS = newAsset(mustRead("sessions.js"), "text/javascript; charset=utf-8").withHash("sessions.js")
-	appCSS     = newAsset(mustRead("app.css"), "text/css; charset=utf-8").withHash("app.css")
-	indexHTML  = newAsset([]byte(strings.NewReplacer(
-		"{{app.js}}", appJS.hashed,
-		"{{invites.js}}", invitesJS.hashed,
-		"{{webhooks.js}}", webhooksJS.hashed,
-		"{{sessions.js}}", sessionsJS.hashed,
-		"{{app.css}}", appCSS.hashed,
-	).Replace(string(mustRead("index.html")))), "text/html; charset=utf-8")
+// linked are the files index.html links, each as {{name}} there: the parts
+// of the page's script, which index.html loads in order (app.js last, as
+// it starts the others), and its styles.
+var linked = []string{
+	"core.js", "rooms.js", "room.js", "charts.js", "config.js", "finder.js", "audit.js",
+	"invites.js", "webhooks.js", "sessions.js", "app.js", "app.css",
+}
 
-	assetsByPath = map[string]*asset{
-		Prefix:                 indexHTML,
-		Prefix + "index.html":  indexHTML,
-		Prefix + "app.js":      appJS,
-		Prefix + "invites.js":  invitesJS,
-		Prefix + "webhooks.js": webhooksJS,
-		Prefix + "sessions.js": sessionsJS,
-		Prefix + "app.css":     appCSS,
-		appJS.hashed:           appJS,
-		invitesJS.hashed:       invitesJS,
-		webhooksJS.hashed:      webhooksJS,
-		sessionsJS.hashed:      sessionsJS,
-		appCSS.hashed:          appCSS,
+// assetsByPath are the page's files by path. index.html links the scripts
+// and styles by their hashed names, so a new release is fetched at once
+// while an unchanged file is cached for a year; everything else is
+// revalidated each time.
+var assetsByPath = pageAssets()
+
+// pageAssets reads the linked files and index.html, with the links filled
+// in, and maps every path each is served under to it.
+func pageAssets() map[string]*asset {
+	byPath := make(map[string]*asset, 2*len(linked)+2)
+	links := make([]string, 0, 2*len(linked))
+	for _, name := range linked {
+		contentType := "text/javascript; charset=utf-8"
+		if strings.HasSuffix(name, ".css") {
+			contentType = "text/css; charset=utf-8"
+		}
+		a := newAsset(mustRead(name), contentType).withHash(name)
+		byPath[Prefix+name] = a
+		byPath[a.hashed] = a
+		links = append(links, "{{"+name+"}}", a.hashed)
 	}
-)
+	index := newAsset([]byte(strings.NewReplacer(links...).Replace(string(mustRead("index.html")))), "text/html; charset=utf-8")
+	byPath[Prefix] = index
+	byPath[Prefix+"index.html"] = index
+	return byPath
+}
 
 // serveFile serves the page's files; any other path under Prefix is 404.
 func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) {

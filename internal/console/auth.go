@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/reqbody"
 )
@@ -49,7 +50,7 @@ var (
 		"This needs the admin token (Authorization: Bearer <token>).")
 	errEnded = waitroom.Errorf(waitroom.CodeUnauthorized,
 		"The console sign-in has ended or is not valid; sign in again.")
-	errCSRF = waitroom.Errorf(waitroom.CodeForbidden,
+	errCSRF = waitroom.Errorf(apierror.CodeForbidden,
 		"The X-CSRF-Token header is missing or wrong.")
 	errWrongToken = waitroom.Errorf(waitroom.CodeUnauthorized,
 		"The admin token is wrong.")
@@ -58,9 +59,9 @@ var (
 // Authorize returns nil when r carries a live console cookie and, unless
 // its method is GET, HEAD or OPTIONS, the session's X-CSRF-Token. Otherwise
 // it returns a *waitroom.Error: CodeUnauthorized without a cookie or with
-// one that is forged, expired or signed out, CodeForbidden for a missing or
-// wrong CSRF token, CodeUnavailable when the store cannot say. The MAC is
-// checked first, so a forged cookie costs no store round trip.
+// one that is forged, expired or signed out, apierror.CodeForbidden for a
+// missing or wrong CSRF token, CodeUnavailable when the store cannot say.
+// The MAC is checked first, so a forged cookie costs no store round trip.
 func (c *Console) Authorize(r *http.Request) error {
 	_, _, err := c.authorize(r)
 	return err
@@ -221,7 +222,7 @@ func crossSite(r *http.Request) bool {
 	return true
 }
 
-var errCrossSite = waitroom.Errorf(waitroom.CodeForbidden, "Sign in from the console page itself.")
+var errCrossSite = waitroom.Errorf(apierror.CodeForbidden, "Sign in from the console page itself.")
 
 // signInBody is the body of POST /admin/api/session.
 type signInBody struct {

@@ -11,27 +11,11 @@ import (
 	"github.com/waitroom/waitroom/internal/apierror"
 )
 
-// statusOf maps the codes the console answers with to their statuses, as
-// the admin API does; any other code is answered as internal.
-var statusOf = map[waitroom.Code]int{
-	waitroom.CodeInvalidRequest:   http.StatusBadRequest,
-	waitroom.CodeInvalidJSON:      http.StatusBadRequest,
-	waitroom.CodeUnauthorized:     http.StatusUnauthorized,
-	waitroom.CodeForbidden:        http.StatusForbidden,
-	waitroom.CodeNotFound:         http.StatusNotFound,
-	waitroom.CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	waitroom.CodeBodyTooLarge:     http.StatusRequestEntityTooLarge,
-	waitroom.CodeRateLimited:      http.StatusTooManyRequests,
-	waitroom.CodeUnavailable:      http.StatusServiceUnavailable,
-	waitroom.CodeInternal:         http.StatusInternalServerError,
-}
-
-// writeError writes err as the API does (apierror's writer, with the
-// console's codes), never to be cached: the code and the person-readable
-// message go to the client, the internal cause only to the log.
+// writeError writes err as the API does (apierror's writer and status
+// map), never to be cached: the code and the person-readable message go to
+// the client, the internal cause only to the log.
 func (c *Console) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	apierror.Writer{
-		Statuses:     statusOf,
 		Log:          c.log,
 		Name:         "console",
 		LogMethod:    clipMethod,

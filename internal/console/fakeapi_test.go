@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/console"
 )
 
@@ -48,11 +49,7 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 	h := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) any) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := f.c.Authorize(r); err != nil {
-				status := map[waitroom.Code]int{waitroom.CodeUnauthorized: 401, waitroom.CodeForbidden: 403}[waitroom.ErrorCode(err)]
-				if status == 0 {
-					status = 500
-				}
-				writeAPI(w, status, map[string]any{"error": map[string]any{
+				writeAPI(w, apierror.Status(waitroom.ErrorCode(err)), map[string]any{"error": map[string]any{
 					"code": waitroom.ErrorCode(err), "message": waitroom.ErrorMessage(err)}})
 				return
 			}

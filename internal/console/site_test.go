@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/memstore"
@@ -76,7 +77,7 @@ func newSite(t *testing.T, o siteOptions) *site {
 	mux.Handle(console.Prefix, c.Handler())
 	mux.HandleFunc("/v1/probe", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.Authorize(r); err != nil {
-			w.WriteHeader(statusOf(waitroom.ErrorCode(err)))
+			w.WriteHeader(apierror.Status(waitroom.ErrorCode(err)))
 			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
 				"code": waitroom.ErrorCode(err), "message": waitroom.ErrorMessage(err)}})
 			return
@@ -102,18 +103,6 @@ func newSite(t *testing.T, o siteOptions) *site {
 		}
 	})
 	return &site{t: t, console: c, srv: srv, client: client, logs: logs, token: o.token}
-}
-
-func statusOf(c waitroom.Code) int {
-	switch c {
-	case waitroom.CodeUnauthorized:
-		return 401
-	case waitroom.CodeForbidden:
-		return 403
-	case waitroom.CodeUnavailable:
-		return 503
-	}
-	return 500
 }
 
 // answer is one HTTP exchange's result.

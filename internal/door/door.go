@@ -283,7 +283,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 			if err != nil {
 				return req, err
 			}
-			return req, &waitroom.Error{Code: waitroom.CodeChallengeRequired, Challenge: ch,
+			return req, &waitroom.Error{Code: waitroom.CodeChallengeRequired, Challenge: (*waitroom.ChallengeDetail)(&ch),
 				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
 		}
 		s, err := d.issuer.Verify(solution, room, now)
@@ -295,7 +295,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 			if e, ok := err.(*waitroom.Error); ok && e.Code == waitroom.CodeChallengeExpired {
 				we = e
 				if ch, cerr := d.Challenge(ctx, room, client, now); cerr == nil {
-					we.Challenge = ch
+					we.Challenge = (*waitroom.ChallengeDetail)(&ch)
 				}
 				return req, we
 			}

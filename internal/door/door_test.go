@@ -125,8 +125,8 @@ func TestStockpiledChallengesRefused(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != waitroom.CodeChallengeExpired || e.Challenge == nil {
 		t.Fatalf("stockpiled solution: %v, want challenge_expired with a fresh challenge", err)
 	}
-	if fresh := e.Challenge.(challenge.Challenge); fresh.MaxNumber != 10_000 {
-		t.Fatalf("the fresh challenge has maxnumber %d, want 10000", fresh.MaxNumber)
+	if e.Challenge.MaxNumber != 10_000 {
+		t.Fatalf("the fresh challenge has maxnumber %d, want 10000", e.Challenge.MaxNumber)
 	}
 	// Once the rush is over the same solution is good again.
 	if _, err := d.Admit(ctx, "r", addr, "", "", p, t0.Add(20*time.Second)); err != nil {

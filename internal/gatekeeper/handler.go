@@ -3,13 +3,11 @@ package gatekeeper
 import (
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/apierror"
-	"github.com/waitroom/waitroom/internal/limit"
 )
 
 // Paths of the handler Handler returns.
@@ -33,7 +31,7 @@ func (g *Gate) Handler() http.Handler {
 	m.HandleFunc(AuthRequestPath, g.authRequest)
 	m.Handle("GET "+JWKSPath, g.keys)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		gate.WriteError(w, http.StatusNotFound, waitroom.CodeNotFound, "There is no such route.")
+		writeError(w, waitroom.CodeNotFound, "There is no such route.")
 	})
 	return m
 }
@@ -61,7 +59,7 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 	h.Set("Cache-Control", "no-store")
 	room := r.PathValue("room")
 	if !waitroom.ValidRoomName(room) {
-		gate.WriteError(w, http.StatusBadRequest, waitroom.CodeInvalidRoomName, "That is not a valid room name.")
+		writeError(w, waitroom.CodeInvalidRoomName, "That is not a valid room name.")
 		return
 	}
 	now := g.clock.Now()
@@ -108,7 +106,7 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	gate.WriteError(w, http.StatusUnauthorized, waitroom.CodeUnauthorized, "No valid pass for this room; join the line at the waiting page.")
+	writeError(w, waitroom.CodeUnauthorized, "No valid pass for this room; join the line at the waiting page.")
 }
 
 // selfURL is the visitor's original URL, when the gate may send them there.
@@ -123,40 +121,43 @@ func (g *Gate) selfURL(o original) (string, bool) {
 	return SafeReturn(o.url(), allowed)
 }
 
-// storeError answers a store failure or an unknown room.
+// storeError answers a store failure or an unknown room, with the status
+// of its code and the gate's own messages: the store's may name more than
+// a protected app's visitor should read.
 func (g *Gate) storeError(w http.ResponseWriter, err error) {
 	code := waitroom.ErrorCode(err)
 	var e *waitroom.Error
 	msg := "The waiting room cannot check passes right now; try again shortly."
-	status := http.StatusServiceUnavailable
+	// A store that is down is asked again after 2 seconds, not the API's
+	// 1: every request of the protected app comes through the gate.
+	retry := int64(2)
 	switch code {
 	case waitroom.CodeRoomNotFound:
-		status = http.StatusNotFound
 		msg = "There is no such room."
 	case waitroom.CodeUnavailable:
-		w.Header().Set("Retry-After", "2")
 	case waitroom.CodeRateLimited, waitroom.CodeRoomFull:
 		// A join limit refused the visitor's join (package limit).
-		if code == waitroom.CodeRateLimited {
-			status = http.StatusTooManyRequests
-		}
-		retry, _ := limit.RetryAfter(err)
-		w.Header().Set("Retry-After", strconv.FormatInt(max(retry, 1), 10))
+		retry = apierror.DefaultRetryAfter
 		msg = "Too many people are joining right now; try again in a moment."
 	default:
 		if errors.As(err, &e) && e.Code != waitroom.CodeInternal && apierror.Status(e.Code) < 500 {
 			// The room refused a join on the visitor's behalf: the API's
 			// status for its code (409 room_closed, 409 sold_out, …).
-			status = apierror.Status(e.Code)
 			msg = e.Message
 		} else {
-			status = http.StatusInternalServerError
 			code = waitroom.CodeInternal
 			msg = "Something went wrong."
 		}
 	}
+	status := apierror.Status(code)
 	if status >= 500 {
 		g.log.Error("gate: store failure", "err", err)
 	}
-	gate.WriteError(w, status, code, msg)
+	apierror.SetRetryAfter(w.Header(), status, err, retry)
+	apierror.WriteMessage(w, status, code, msg)
+}
+
+// writeError answers code with its status and msg.
+func writeError(w http.ResponseWriter, code waitroom.Code, msg string) {
+	apierror.WriteMessage(w, apierror.Status(code), code, msg)
 }

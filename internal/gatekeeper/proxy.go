@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/apierror"
 
 	"github.com/waitroom/waitroom"
 )
@@ -85,11 +86,12 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 			if cb, ok := r.Context().Value(clientBodyKey{}).(*clientBody); ok && cb.failed.Load() {
 				// The client broke its body (it ended early, or its chunks
 				// are not chunks): its fault, not the app's.
-				gate.WriteError(w, http.StatusBadRequest, waitroom.CodeInvalidRequest, "The request's body could not be read: it ended before its length, or its chunked encoding is malformed.")
+				writeError(w, waitroom.CodeInvalidRequest, "The request's body could not be read: it ended before its length, or its chunked encoding is malformed.")
 				return
 			}
 			g.log.Warn("gate: upstream failed", "err", err)
-			gate.WriteError(w, http.StatusBadGateway, waitroom.CodeUnavailable, "The protected app did not answer.")
+			// 502, not unavailable's 503: the app failed, not waitroom.
+			apierror.WriteMessage(w, http.StatusBadGateway, waitroom.CodeUnavailable, "The protected app did not answer.")
 		},
 	}
 	proxied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

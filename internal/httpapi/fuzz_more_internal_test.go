@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // FuzzLastEventID: any header gives a number; the decimal ids this server
@@ -111,7 +112,7 @@ func FuzzHandshake(f *testing.F) {
 		}
 		err := checkHandshake(r)
 		if err != nil {
-			if c := waitroom.ErrorCode(err); c != waitroom.CodeInvalidRequest && c != waitroom.CodeForbidden {
+			if c := waitroom.ErrorCode(err); c != waitroom.CodeInvalidRequest && c != apierror.CodeForbidden {
 				t.Fatalf("checkHandshake: code %s, want invalid_request or forbidden", c)
 			}
 			return

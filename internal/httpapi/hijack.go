@@ -78,8 +78,12 @@ func (hs *hijacked) start(w http.ResponseWriter, r *http.Request, st *stream, cu
 	hs.next = lastEventID(r.Header.Get("Last-Event-ID"))
 	hs.head = append(append(append([]byte("HTTP/1.1 200 OK\r\n"), hb...), "\r\n"...), "retry: 2000\n\n"...)
 	hs.ctx, hs.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	// Under mu: a timer may fire (and read its own field) before this
+	// goroutine's assignment would otherwise be seen.
+	hs.mu.Lock()
 	hs.beat = time.AfterFunc(hs.s.beat, hs.heartbeat)
 	hs.touch = time.AfterFunc(st.presence, hs.presence)
+	hs.mu.Unlock()
 	hs.started.Store(true)
 	go hs.watchClient()
 	hs.kick() // the current state, and anything that changed since
@@ -171,27 +175,27 @@ func (hs *hijacked) heartbeat() {
 	if !hs.end && hs.head == nil {
 		err = hs.writeLocked([]byte(": keep-alive\n\n"))
 	}
-	end := hs.end
+	end, beat := hs.end, hs.beat
 	hs.mu.Unlock()
 	if err != nil {
 		hs.finish(true)
 		return
 	}
 	if !end {
-		hs.beat.Reset(hs.s.beat)
+		beat.Reset(hs.s.beat)
 	}
 }
 
 // presence refreshes the session's presence while the stream is open.
 func (hs *hijacked) presence() {
 	hs.mu.Lock()
-	end := hs.end
+	end, touch := hs.end, hs.touch
 	hs.mu.Unlock()
 	if end {
 		return
 	}
 	hs.st.touch(hs.ctx)
-	hs.touch.Reset(hs.st.presence)
+	touch.Reset(hs.st.presence)
 }
 
 // watchClient reads the connection until it fails (the client went away,
@@ -217,10 +221,10 @@ func (hs *hijacked) finish(clientGone bool) {
 		return
 	}
 	hs.end = true
-	last := hs.last
+	last, beat, touch := hs.last, hs.beat, hs.touch
 	hs.mu.Unlock()
-	hs.beat.Stop()
-	hs.touch.Stop()
+	beat.Stop()
+	touch.Stop()
 	hs.cancel()
 	hs.conn.Close()
 	hs.st.close(clientGone, last)

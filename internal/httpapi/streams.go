@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/push"
 )
 
@@ -294,7 +295,7 @@ func checkHandshake(r *http.Request) error {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)
 		if err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return waitroom.Errorf(waitroom.CodeForbidden, "Cross-origin WebSocket connections are not allowed.")
+			return waitroom.Errorf(apierror.CodeForbidden, "Cross-origin WebSocket connections are not allowed.")
 		}
 	}
 	return nil

@@ -245,7 +245,7 @@ func TestOneAdmissionPath(t *testing.T) {
 }
 
 // TestOneOfEach: one trusted-proxy parser, one session-cookie prefix, one
-// code→status map.
+// code→status map (internal/apierror's).
 func TestOneOfEach(t *testing.T) {
 	var cookie, forwardedFor []string
 	for _, f := range sources(t) {
@@ -262,6 +262,11 @@ func TestOneOfEach(t *testing.T) {
 				case strings.EqualFold(v, "X-Forwarded-For"):
 					forwardedFor = append(forwardedFor, f.pos(n))
 				}
+			case *ast.MapType:
+				// One code→status map: internal/apierror's.
+				if v, ok := n.Value.(*ast.Ident); ok && v.Name == "int" && isCode(n.Key) && f.dir != "internal/apierror" {
+					t.Errorf("%s: a map from error codes to ints outside internal/apierror: statuses come from its one map", f.pos(n))
+				}
 			case *ast.FuncDecl:
 				if name := strings.ToLower(n.Name.Name); strings.Contains(name, "parse") && strings.Contains(name, "prox") && f.dir != "internal/clientaddr" {
 					t.Errorf("%s: %s parses a proxy list outside internal/clientaddr", f.pos(n), n.Name.Name)
@@ -276,6 +281,17 @@ func TestOneOfEach(t *testing.T) {
 	if len(forwardedFor) != 1 || !strings.HasPrefix(forwardedFor[0], "internal/clientaddr/") {
 		t.Errorf("X-Forwarded-For is read at %v, want once, in internal/clientaddr", forwardedFor)
 	}
+}
+
+// isCode reports whether e names waitroom's error Code type.
+func isCode(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name == "Code"
+	case *ast.SelectorExpr:
+		return e.Sel.Name == "Code"
+	}
+	return false
 }
 
 // TestServeOnlyConfigures: the function `waitroom serve` runs is short,

@@ -38,7 +38,7 @@ type Point struct {
 
 // Waits sums up the waits of the admissions of the last WindowSeconds.
 // The percentiles are within 5.2% of the exact ones (see
-// waitroom.WaitPercentile), and 0 when Count is.
+// WaitPercentile), and 0 when Count is.
 type Waits struct {
 	WindowSeconds int   `json:"window_seconds"`
 	Count         int64 `json:"count"`
@@ -135,7 +135,7 @@ func summarize(room string, now time.Time, buckets []waitroom.StatsBucket) Summa
 		q   float64
 		out *int64
 	}{{0.5, &s.Waits.P50Ms}, {0.9, &s.Waits.P90Ms}, {0.99, &s.Waits.P99Ms}} {
-		if d, ok := waitroom.WaitPercentile(&hist, q.q); ok {
+		if d, ok := WaitPercentile(&hist, q.q); ok {
 			*q.out = d.Milliseconds()
 		}
 	}

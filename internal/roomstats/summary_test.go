@@ -108,7 +108,7 @@ func TestSummaryOfAnHour(t *testing.T) {
 		q   float64
 		got int64
 	}{{0.5, sum.Waits.P50Ms}, {0.9, sum.Waits.P90Ms}, {0.99, sum.Waits.P99Ms}} {
-		want, _ := waitroom.WaitPercentile(&hist, q.q)
+		want, _ := roomstats.WaitPercentile(&hist, q.q)
 		if q.got != want.Milliseconds() {
 			t.Fatalf("p%v = %d ms, want %d", q.q*100, q.got, want.Milliseconds())
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/roomview"
@@ -193,7 +194,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Frame-Options", "DENY")
 	if _, pattern := h.mux.Handler(r); pattern == "" && !h.otherMethod(r) {
 		lang := pickLanguage(r.Header.Get("Accept-Language"))
-		h.errorPage(w, r, lang, http.StatusNotFound, lang.NotFoundTitle, lang.PageNotFound)
+		h.errorPage(w, r, lang, apierror.Status(waitroom.CodeNotFound), lang.NotFoundTitle, lang.PageNotFound)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -272,32 +273,29 @@ func (h *Handler) retryPage(w http.ResponseWriter, r *http.Request, lang *Messag
 	}
 }
 
-// storeError answers a store failure: unknown rooms get the 404 page, a
-// join after the room closed or sold out the 409 page with the store's
-// message, a
-// backend that is down the 503 page that retries by itself, the rest 500.
+// storeError answers a store failure, with the status of its code (the
+// one map, apierror's): unknown rooms get the 404 page, a join after the
+// room closed or sold out the 409 page with the store's message, a backend
+// that is down the 503 page that retries by itself, the rest 500.
 func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messages, room string, err error) {
-	switch waitroom.ErrorCode(err) {
+	code := waitroom.ErrorCode(err)
+	switch code {
 	case waitroom.CodeRoomNotFound:
-		h.errorPage(w, r, lang, http.StatusNotFound, lang.NotFoundTitle, fill(lang.NotFoundBody, "room", shorten(room)))
+		h.errorPage(w, r, lang, apierror.Status(code), lang.NotFoundTitle, fill(lang.NotFoundBody, "room", shorten(room)))
 	case waitroom.CodeInvalidRoomName:
-		h.errorPage(w, r, lang, http.StatusBadRequest, lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
+		h.errorPage(w, r, lang, apierror.Status(code), lang.BadRoomTitle, fill(lang.BadRoomBody, "room", shorten(room)))
 	case waitroom.CodeRateLimited, waitroom.CodeRoomFull:
 		// The join limits (package limit): the same refusal as the API's.
-		status := http.StatusServiceUnavailable
-		if waitroom.ErrorCode(err) == waitroom.CodeRateLimited {
-			status = http.StatusTooManyRequests
-		}
-		retry, _ := limit.RetryAfter(err)
-		h.retryPage(w, r, lang, status, lang.BusyTitle, lang.BusyBody, "", retry)
+		retry, _ := apierror.RetryAfter(err)
+		h.retryPage(w, r, lang, apierror.Status(code), lang.BusyTitle, lang.BusyBody, "", retry)
 	case waitroom.CodeRoomClosed:
 		// Joining ended at the room's closes_at, for good: no reload. The
 		// store's message says when; it is written to be shown.
-		h.retryPage(w, r, lang, http.StatusConflict, lang.ClosedTitle, lang.ClosedBody, waitroom.ErrorMessage(err), 0)
+		h.retryPage(w, r, lang, apierror.Status(code), lang.ClosedTitle, lang.ClosedBody, waitroom.ErrorMessage(err), 0)
 	case waitroom.CodeSoldOut:
 		// Everything was sold: the line has ended, and nothing is left to
 		// wait for, so no reload either.
-		h.retryPage(w, r, lang, http.StatusConflict, lang.SoldOutTitle, lang.SoldOutBody, waitroom.ErrorMessage(err), 0)
+		h.retryPage(w, r, lang, apierror.Status(code), lang.SoldOutTitle, lang.SoldOutBody, waitroom.ErrorMessage(err), 0)
 	case waitroom.CodeUnavailable:
 		h.log.Warn("web: store unavailable", "room", room, "err", err)
 		if h.failOpen != nil && h.failOpen() {
@@ -308,9 +306,9 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messa
 				}
 			}
 		}
-		h.errorPage(w, r, lang, http.StatusServiceUnavailable, lang.UnavailableTitle, lang.UnavailableBody)
+		h.errorPage(w, r, lang, apierror.Status(code), lang.UnavailableTitle, lang.UnavailableBody)
 	default:
 		h.log.Error("web: store failure", "room", room, "err", err)
-		h.errorPage(w, r, lang, http.StatusInternalServerError, lang.ErrorTitle, lang.ErrorBody)
+		h.errorPage(w, r, lang, apierror.Status(waitroom.CodeInternal), lang.ErrorTitle, lang.ErrorBody)
 	}
 }
