@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/outage"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/sweeper"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -77,17 +78,20 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := door.New(store, doorSecret, door.WithSharedRate(func(ctx context.Context, room string, now time.Time) (int64, error) {
+	// One view of each room, kept by the store's events, for the door,
+	// the join cap, the gate and the pages.
+	rooms := roomview.New(roomview.Config{Store: store, Clock: clock})
+	s.onCloseFunc(rooms.Close)
+	dr := door.New(rooms, doorSecret, door.WithSharedRate(func(ctx context.Context, room string, now time.Time) (int64, error) {
 		r, err := stats.Overview(ctx, room, now)
 		return r.JoinsPerMinute, err
 	}))
-	s.onCloseFunc(dr.Close)
 
 	proxies, _ := clientaddr.FromPrefixes(cfg.TrustedProxies) // checked by Config.Check
 	joins := &limit.Joins{Rate: limit.NewLimiter(cfg.JoinsPerMinute, cfg.JoinsPerMinute, 0), Proxies: proxies,
-		MaxSessionsPerRoom: cfg.MaxSessionsPerRoom, Memory: limit.NewMemoryGuard(cfg.MemoryLimit, nil)}
+		MaxSessionsPerRoom: cfg.MaxSessionsPerRoom, Rooms: rooms, Memory: limit.NewMemoryGuard(cfg.MemoryLimit, nil)}
 	gt, err := gatekeeper.New(gatekeeper.Config{
-		Store: store, Keys: keys, Clock: clock, Logger: logger,
+		Store: store, Rooms: rooms, Keys: keys, Clock: clock, Logger: logger,
 		PublicURL: cfg.publicURL(), TrustedProxies: cfg.TrustedProxies,
 		Secure: cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https",
 		ETA:    estimator.Fill, Joins: joins, FailOpen: monitor.FailOpen, Door: dr,
@@ -112,12 +116,12 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Logger: logger})
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
-		Ledger: store, Stats: stats, Console: cons, Hub: hub, Fill: fill, Door: dr,
+		Ledger: store, Stats: stats, Console: cons, Hub: hub, Fill: fill, Rooms: rooms, Door: dr,
 		JoinLimit: joins.Rate, TrustedProxies: proxies, MaxSessionsPerRoom: cfg.MaxSessionsPerRoom,
 		MemoryGuard: joins.Memory, MaxStreams: maxStreams(cfg.MaxConnections),
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
-	webCfg := web.Config{Store: store, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
+	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
 		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Joins: joins, Door: dr}
 	pages, err := web.New(webCfg)
 	if err != nil {

@@ -27,11 +27,8 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/challenge"
 	"github.com/waitroom/waitroom/internal/invite"
+	"github.com/waitroom/waitroom/internal/roomview"
 )
-
-// configTTL is how long a room's configuration is used before it is read
-// again; a change seen in the store's events applies at once.
-const configTTL = time.Second
 
 // Door checks invites and challenges. It is safe for concurrent use.
 //
@@ -45,22 +42,19 @@ const configTTL = time.Second
 // price: while the difficulty more than doubles, some people solve twice;
 // the page does so by itself.)
 type Door struct {
-	shared  SharedRate
-	store   waitroom.Store
-	secret  []byte
-	issuer  *challenge.Issuer
-	calm    int64
-	mu      sync.Mutex
-	rooms   map[string]*roomState
-	unwatch func()
+	shared SharedRate
+	view   *roomview.View
+	secret []byte
+	issuer *challenge.Issuer
+	calm   int64
+	mu     sync.Mutex
+	rooms  map[string]*roomState
 }
 
-// roomState is what a Door keeps per room: its configuration (cached) and
-// its recent challenge requests, for the difficulty.
+// roomState is what a Door keeps per room: what it derived from the room's
+// configuration and its recent challenge requests, for the difficulty.
 type roomState struct {
-	conf   *roomConf // replaced on each read, never changed: readers need no lock
-	readAt time.Time
-	ok     bool
+	conf *roomConf // replaced when the configuration changes, never changed: readers need no lock
 	// Solutions accepted in each of the last rateWindow seconds, by the
 	// second (unix) each slot counts.
 	solved   [rateWindow]int64
@@ -76,9 +70,11 @@ type roomState struct {
 	seenKept int
 }
 
-// roomConf is a room's configuration as the door reads it: immutable once
-// made.
+// roomConf is a room's configuration as the door reads it, with its invite
+// keys parsed: immutable once made, and made again only when the room
+// view's configuration (the pointer from) changes.
 type roomConf struct {
+	from *waitroom.RoomConfig
 	cfg  waitroom.RoomConfig
 	keys []ed25519.PublicKey
 }
@@ -177,21 +173,24 @@ func WithSharedRate(rate SharedRate) Option { return func(d *Door) { d.shared = 
 // sharedEvery is how often a room's shared rate is read.
 const sharedEvery = time.Second
 
-// New returns a Door over store whose invites (HMAC) and challenges are
-// signed with secret (32 bytes or more, the same in every process). It
-// watches the store's events for configuration changes until Close.
-func New(store waitroom.Store, secret []byte, opts ...Option) *Door {
+// New returns a Door for the rooms of view (which reads their
+// configurations; see package roomview for how fresh they are) whose
+// invites (HMAC) and challenges are signed with secret (32 bytes or more,
+// the same in every process).
+func New(view *roomview.View, secret []byte, opts ...Option) *Door {
+	if view == nil {
+		panic("door: the room view is nil")
+	}
 	if len(secret) < 32 {
 		panic("door: the secret must be at least 32 bytes")
 	}
 	// One key each, derived from secret, so a signature made for one
 	// purpose is never valid for the other.
-	d := &Door{store: store, secret: derive(secret, "waitroom invite v1"), issuer: challenge.New(derive(secret, "waitroom challenge v1"), challenge.DefaultTTL),
+	d := &Door{view: view, secret: derive(secret, "waitroom invite v1"), issuer: challenge.New(derive(secret, "waitroom challenge v1"), challenge.DefaultTTL),
 		calm: challenge.DefaultCalm, rooms: make(map[string]*roomState)}
 	for _, o := range opts {
 		o(d)
 	}
-	d.unwatch = store.Subscribe(d.observe)
 	return d
 }
 
@@ -201,62 +200,45 @@ func derive(secret []byte, purpose string) []byte {
 	return m.Sum(nil)
 }
 
-// Close stops watching the store.
-func (d *Door) Close() { d.unwatch() }
-
-func (d *Door) observe(ev waitroom.Event) {
-	switch {
-	case ev.Kind == waitroom.EventConfig && ev.Config != nil:
-		d.mu.Lock()
-		if st := d.rooms[ev.Room]; st != nil {
-			st.ok = false
-		}
-		d.mu.Unlock()
-	case ev.Kind == waitroom.EventDeleted:
-		d.mu.Lock()
-		delete(d.rooms, ev.Room)
-		d.mu.Unlock()
-	}
-}
-
-// state returns the room's state and its configuration, at most configTTL
-// old. The state's counters are d.mu's; the configuration is immutable.
-func (d *Door) state(ctx context.Context, room string, now time.Time) (*roomState, *roomConf, error) {
-	d.mu.Lock()
-	st := d.rooms[room]
-	if st != nil && st.ok && now.Sub(st.readAt) < configTTL && !now.Before(st.readAt) {
-		conf := st.conf
-		d.mu.Unlock()
-		return st, conf, nil
-	}
-	d.mu.Unlock()
-	r, err := d.store.Room(ctx, room)
+// state returns the room's state and its configuration, from the room
+// view. The state's counters are d.mu's; the configuration is immutable.
+func (d *Door) state(ctx context.Context, room string) (*roomState, *roomConf, error) {
+	snap, err := d.view.Room(ctx, room)
 	if err != nil {
 		return nil, nil, err
 	}
-	var keys []ed25519.PublicKey
-	for _, k := range r.InviteKeys {
-		if b, err := waitroom.ParseInviteKey(k); err == nil {
-			keys = append(keys, ed25519.PublicKey(b))
-		}
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.rooms[room] == nil {
+	st := d.rooms[room]
+	if st == nil {
 		if len(d.rooms) >= 10_000 {
 			clear(d.rooms) // many rooms come and go: start again rather than grow
 		}
-		d.rooms[room] = &roomState{}
+		st = &roomState{}
+		d.rooms[room] = st
 	}
-	st = d.rooms[room]
-	st.conf, st.readAt, st.ok = &roomConf{cfg: r.RoomConfig, keys: keys}, now, true
+	if st.conf == nil || st.conf.from != snap.Config {
+		st.conf = newRoomConf(snap.Config)
+	}
 	return st, st.conf, nil
+}
+
+// newRoomConf parses cfg's invite keys (a malformed one is left out: the
+// store checked them when the room was configured).
+func newRoomConf(cfg *waitroom.RoomConfig) *roomConf {
+	c := &roomConf{from: cfg, cfg: *cfg}
+	for _, k := range cfg.InviteKeys {
+		if b, err := waitroom.ParseInviteKey(k); err == nil {
+			c.keys = append(c.keys, ed25519.PublicKey(b))
+		}
+	}
+	return c
 }
 
 // Guarded reports whether room asks anything at its door (invites or a
 // challenge), so callers can skip the door's work for open rooms.
 func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, error) {
-	_, conf, err := d.state(ctx, room, now)
+	_, conf, err := d.state(ctx, room)
 	if err != nil {
 		return false, err
 	}
@@ -272,7 +254,7 @@ func (d *Door) Guarded(ctx context.Context, room string, now time.Time) (bool, e
 // CodeChallengeRequired carrying a fresh challenge, or the store's.
 func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, inviteToken, solution string, now time.Time) (waitroom.JoinRequest, error) {
 	req := waitroom.JoinRequest{Key: key}
-	st, conf, err := d.state(ctx, room, now)
+	st, conf, err := d.state(ctx, room)
 	if err != nil {
 		return req, err
 	}
@@ -364,7 +346,7 @@ func (d *Door) difficulty(ctx context.Context, room string, st *roomState, cfg w
 // once per ten seconds, so asking cheaply from a few addresses does not
 // raise the difficulty for everyone.
 func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, now time.Time) (challenge.Challenge, error) {
-	st, conf, err := d.state(ctx, room, now)
+	st, conf, err := d.state(ctx, room)
 	if err != nil {
 		return challenge.Challenge{}, err
 	}
@@ -386,7 +368,7 @@ func (d *Door) Challenge(ctx context.Context, room string, client netip.Addr, no
 // valid until expires. key, when set, is the identity the invite joins
 // with (count must then be 1).
 func (d *Door) Issue(ctx context.Context, room string, count int, tier, key string, uses int, expires time.Time, now time.Time) ([]string, error) {
-	_, conf, err := d.state(ctx, room, now)
+	_, conf, err := d.state(ctx, room)
 	if err != nil {
 		return nil, err
 	}

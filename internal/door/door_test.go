@@ -2,6 +2,7 @@ package door_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"net/netip"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/challenge"
 	"github.com/waitroom/waitroom/internal/door"
+	"github.com/waitroom/waitroom/internal/invite"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -26,9 +29,15 @@ func setup(t *testing.T, cfg waitroom.RoomConfig) (*door.Door, waitroom.Store) {
 	if _, _, err := s.PutRoom(context.Background(), "r", cfg, t0); err != nil {
 		t.Fatal(err)
 	}
-	d := door.New(s, []byte("a door secret of at least 32 bytes!"))
-	t.Cleanup(d.Close)
-	return d, s
+	return newDoor(t, s), s
+}
+
+// newDoor returns a door over a room view of s.
+func newDoor(t *testing.T, s waitroom.Store, opts ...door.Option) *door.Door {
+	t.Helper()
+	v := roomview.New(roomview.Config{Store: s})
+	t.Cleanup(v.Close)
+	return door.New(v, []byte("a door secret of at least 32 bytes!"), opts...)
 }
 
 func powConfig(lo, hi int64) waitroom.RoomConfig {
@@ -158,7 +167,8 @@ func TestDifficultyFollowsArrivals(t *testing.T) {
 }
 
 // TestConfigChangeSeenAtOnce: making a room invite-only applies to the
-// next join, through the store's event, without waiting for the cache.
+// next join, through the store's event in the room view, without waiting
+// for the view's snapshot to go stale.
 func TestConfigChangeSeenAtOnce(t *testing.T) {
 	cfg := waitroom.DefaultConfig()
 	d, s := setup(t, cfg)
@@ -198,7 +208,7 @@ func TestSharedRate(t *testing.T) {
 	}
 	var reads int
 	shared, fail := int64(6000), false // ten times the calm 600
-	d := door.New(s, []byte("a door secret of at least 32 bytes!"), door.WithSharedRate(
+	d := newDoor(t, s, door.WithSharedRate(
 		func(_ context.Context, room string, _ time.Time) (int64, error) {
 			reads++
 			if fail {
@@ -206,7 +216,6 @@ func TestSharedRate(t *testing.T) {
 			}
 			return shared, nil
 		}))
-	t.Cleanup(d.Close)
 	for i := range 50 {
 		if got := maxNumber(t, d, t0.Add(time.Duration(i)*10*time.Millisecond)); got != 10_000 {
 			t.Fatalf("difficulty with 6,000 joins a minute across processes = %d, want 10000", got)
@@ -272,4 +281,39 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	<-done
+}
+
+// TestInviteKeysFollowTheRoom: the invite keys the door parsed are made
+// again when the room's configuration changes, so an invite signed with a
+// key added later is accepted, and one of a key taken away refused.
+func TestInviteKeysFollowTheRoom(t *testing.T) {
+	cfg := waitroom.DefaultConfig()
+	cfg.InviteOnly = true
+	d, s := setup(t, cfg)
+	ctx := context.Background()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := invite.SignEd25519(invite.Claims{Room: "r", ID: invite.NewID(), Uses: 1, Expires: t0.Add(time.Hour)}, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Admit(ctx, "r", addr, "", tok, "", t0); waitroom.ErrorCode(err) != waitroom.CodeInviteInvalid {
+		t.Fatalf("an invite of a key the room does not know: %v, want invite_invalid", err)
+	}
+	cfg.InviteKeys = []string{invite.FormatPublicKey(pub)}
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Admit(ctx, "r", addr, "", tok, "", t0); err != nil {
+		t.Fatalf("after the key was added: %v, want the invite accepted", err)
+	}
+	cfg.InviteKeys = nil
+	if _, _, err := s.PutRoom(ctx, "r", cfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Admit(ctx, "r", addr, "", tok, "", t0); waitroom.ErrorCode(err) != waitroom.CodeInviteInvalid {
+		t.Fatalf("after the key was taken away: %v, want invite_invalid", err)
+	}
 }

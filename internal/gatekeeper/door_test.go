@@ -27,10 +27,9 @@ func TestGateLeavesTheDoorToThePage(t *testing.T) {
 			tc.set(&cfg)
 			var d *door.Door
 			e := newEnv(t, envConfig{room: cfg, gateCfg: func(c *Config) {
-				d = door.New(c.Store, []byte("the gate test's door secret, 32+ bytes"))
+				d = door.New(c.Rooms, []byte("the gate test's door secret, 32+ bytes"))
 				c.Door = d
 			}})
-			t.Cleanup(d.Close)
 			h := e.gate.Middleware(waitroom.DefaultRoom)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusTeapot)
 			}))

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/limit"
+	"github.com/waitroom/waitroom/internal/roomview"
 )
 
 // Defaults of Config.
@@ -42,7 +43,6 @@ const (
 	maxPasses     = 500_000
 	beatQueue     = 4096
 	janitorPeriod = 15 * time.Second
-	roomInfoTTL   = 10 * time.Second
 	storeCheckTTL = time.Second
 	storeTimeout  = 5 * time.Second
 )
@@ -51,6 +51,9 @@ const (
 type Config struct {
 	// Store holds the rooms. It is required.
 	Store waitroom.Store
+	// Rooms is the room view over Store that rooms' configurations are
+	// read from (pass lifetimes, activity pacing). It is required.
+	Rooms *roomview.View
 	// Keys sign and verify passes. It is required; see LoadKeys.
 	Keys *gate.KeySet
 	// Issuer is the passes' iss claim; "" means DefaultIssuer.
@@ -107,6 +110,7 @@ type Config struct {
 // to stop its background work.
 type Gate struct {
 	store   waitroom.Store
+	view    *roomview.View
 	keys    *gate.KeySet
 	issuer  string
 	clock   waitroom.Clock
@@ -141,7 +145,6 @@ type Gate struct {
 	ended     map[string]time.Time // session id → when it can be forgotten
 	requeued  map[string]requeue   // session id → when an operator sent it back to the line
 	roomsDead map[string]time.Time // room → deleted at (passes issued before refused)
-	rooms     map[string]roomInfo
 	passes    map[string]issued    // session id → last pass signed
 	beats     map[string]time.Time // session id → last activity written
 	checked   map[string]checkedAt // session id → last store check
@@ -155,11 +158,6 @@ type Gate struct {
 
 type verifiedPass struct {
 	c gate.Claims
-}
-
-type roomInfo struct {
-	cfg     waitroom.RoomConfig
-	fetched time.Time
 }
 
 type issued struct {
@@ -184,8 +182,12 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Keys == nil {
 		return nil, errors.New("gate: Config.Keys is nil")
 	}
+	if cfg.Rooms == nil {
+		return nil, errors.New("gate: Config.Rooms is nil")
+	}
 	g := &Gate{
 		store:     cfg.Store,
+		view:      cfg.Rooms,
 		keys:      cfg.Keys,
 		issuer:    cfg.Issuer,
 		clock:     cfg.Clock,
@@ -203,7 +205,6 @@ func New(cfg Config) (*Gate, error) {
 		ended:     map[string]time.Time{},
 		requeued:  map[string]requeue{},
 		roomsDead: map[string]time.Time{},
-		rooms:     map[string]roomInfo{},
 		passes:    map[string]issued{},
 		beats:     map[string]time.Time{},
 		checked:   map[string]checkedAt{},
@@ -273,28 +274,21 @@ func (g *Gate) Keys() *gate.KeySet { return g.keys }
 
 // onEvent keeps the revocation set: every session that ended is refused
 // from now on, whatever pass it holds. It runs on the store's goroutine,
-// so it only takes a lock.
+// so it only takes a lock. (Rooms' configurations are the room view's,
+// which follows the same events.)
 func (g *Gate) onEvent(ev waitroom.Event) {
 	now := g.clock.Now()
-	if ev.Remote && len(ev.Changes) == 0 && ev.Kind != waitroom.EventConfig && ev.Kind != waitroom.EventDeleted {
+	if roomview.IsResync(ev) {
 		// Events may have been missed: trust the store, not memory, for a
 		// while, and for as long as passes issued before now live.
 		g.storeUntil.Store(now.Add(g.resync).UnixNano())
 		g.blindAt.Store(now.UnixNano())
-		g.mu.Lock()
-		delete(g.rooms, ev.Room)
-		g.mu.Unlock()
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch ev.Kind {
 	case waitroom.EventConfig:
-		if ev.Config != nil {
-			g.rooms[ev.Room] = roomInfo{cfg: *ev.Config, fetched: now}
-		} else {
-			delete(g.rooms, ev.Room)
-		}
 		if at, ok := g.roomsDead[ev.Room]; ok {
 			// Recreated: passes are signed in whole seconds, so from now on
 			// refuse only those of seconds wholly before the deletion (the
@@ -303,7 +297,6 @@ func (g *Gate) onEvent(ev waitroom.Event) {
 			g.roomsDead[ev.Room] = at.Truncate(time.Second).Add(-time.Nanosecond)
 		}
 	case waitroom.EventDeleted:
-		delete(g.rooms, ev.Room)
 		g.roomsDead[ev.Room] = now
 	}
 	forget := now.Add(g.maxTTL + 2*gate.Leeway)
@@ -370,29 +363,19 @@ func (g *Gate) isEnded(c gate.Claims) bool {
 	return false
 }
 
-// roomConfig returns a room's configuration, cached for a few seconds and
-// refreshed by config events.
-func (g *Gate) roomConfig(ctx context.Context, room string, now time.Time) (waitroom.RoomConfig, error) {
-	g.mu.RLock()
-	info, ok := g.rooms[room]
-	g.mu.RUnlock()
-	if ok && now.Sub(info.fetched) < roomInfoTTL {
-		return info.cfg, nil
-	}
-	r, err := g.store.Room(ctx, room)
+// roomConfig returns a room's configuration from the room view.
+func (g *Gate) roomConfig(ctx context.Context, room string) (*waitroom.RoomConfig, error) {
+	snap, err := g.view.Room(ctx, room)
 	if err != nil {
-		return waitroom.RoomConfig{}, err
+		return nil, err
 	}
-	g.mu.Lock()
-	g.rooms[room] = roomInfo{cfg: r.RoomConfig, fetched: now}
-	g.mu.Unlock()
-	return r.RoomConfig, nil
+	return snap.Config, nil
 }
 
 // passTTL is how long a pass signed at now for a session admitted at
 // admitted may live: until its session would idle out, its max_session
 // ends, or the gate's cap, whichever is first.
-func (g *Gate) passExpiry(cfg waitroom.RoomConfig, admitted, now time.Time) time.Time {
+func (g *Gate) passExpiry(cfg *waitroom.RoomConfig, admitted, now time.Time) time.Time {
 	ttl := g.maxTTL
 	if d := cfg.ActiveTimeout.D(); d > 0 && d < ttl {
 		ttl = d
@@ -441,7 +424,7 @@ func (g *Gate) passFor(ctx context.Context, s waitroom.Session, now time.Time) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	cfg, err := g.roomConfig(ctx, s.Room, now)
+	cfg, err := g.roomConfig(ctx, s.Room)
 	if err != nil {
 		return "", issued{}, err
 	}
@@ -556,15 +539,15 @@ func (g *Gate) activeInStore(ctx context.Context, c gate.Claims, now time.Time) 
 // active" for apps that hold a Gate.
 func (g *Gate) Touch(c gate.Claims, now time.Time) {
 	interval := g.beatMax
-	g.mu.RLock()
-	last, ok := g.beats[c.Session]
-	info, hasRoom := g.rooms[c.Room]
-	g.mu.RUnlock()
-	if hasRoom {
-		if d := info.cfg.ActiveTimeout.D() / 4; d > 0 && d < interval {
+	// The room's configuration as last known: pacing never waits on the store.
+	if snap := g.view.Known(c.Room); snap != nil {
+		if d := snap.Config.ActiveTimeout.D() / 4; d > 0 && d < interval {
 			interval = d
 		}
 	}
+	g.mu.RLock()
+	last, ok := g.beats[c.Session]
+	g.mu.RUnlock()
 	if ok && now.Sub(last) < interval && !now.Before(last) {
 		return
 	}

@@ -110,7 +110,7 @@ func TestResyncWindowChecksStore(t *testing.T) {
 	if _, err := e.store.Leave(ctx, "default", s.ID, waitroom.ReasonLeft, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	g2, err := New(Config{Store: e.store, Keys: e.keys, Clock: e.clock})
+	g2, err := New(Config{Store: e.store, Rooms: newRooms(t, e.store, e.clock), Keys: e.keys, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

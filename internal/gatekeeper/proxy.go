@@ -256,14 +256,13 @@ func (g *Gate) join(w http.ResponseWriter, r *http.Request, room string, o origi
 			}
 		}
 		var err error
-		if err := g.joins.Check(r.Context(), r, room, g.store, now); err != nil {
+		if err := g.joins.Check(r.Context(), r, room, now); err != nil {
 			return s, d, err
 		}
 		s, err = g.store.Join(r.Context(), room, "", now)
 		if err != nil {
 			return s, d, err
 		}
-		g.joins.Joined(s, now)
 		// The same cookie the waiting page sets, so the page resumes this
 		// session instead of joining again.
 		http.SetCookie(w, &http.Cookie{

@@ -229,7 +229,7 @@ func (g *Gate) decide(ctx context.Context, r *http.Request, room string, o origi
 	}
 	c, err := r.Cookie(SessionCookiePrefix + room)
 	if err != nil || c.Value == "" {
-		if _, err := g.roomConfig(ctx, room, now); err != nil {
+		if _, err := g.roomConfig(ctx, room); err != nil {
 			return decision{}, err
 		}
 		return decision{}, nil

@@ -24,7 +24,7 @@ func TestQueueAllRevokesPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(Config{Store: store, Keys: keys, ResyncWindow: time.Nanosecond})
+	g, err := New(Config{Store: store, Rooms: newRooms(t, store, nil), Keys: keys, ResyncWindow: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	// No resync window: the second gate must learn of the end from the
 	// event alone, not by asking the store.
 	newGate := func(s waitroom.Store) *Gate {
-		g, err := New(Config{Store: s, Keys: keys, ResyncWindow: time.Nanosecond})
+		g, err := New(Config{Store: s, Rooms: newRooms(t, s, nil), Keys: keys, ResyncWindow: time.Nanosecond})
 		if err != nil {
 			t.Fatal(err)
 		}

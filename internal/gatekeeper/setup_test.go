@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -39,6 +40,7 @@ type env struct {
 	t     testing.TB
 	mem   *memstore.Store
 	store *countingStore
+	rooms *roomview.View
 	clock waitroom.Clock
 	keys  *gate.KeySet
 	gate  *Gate
@@ -76,7 +78,8 @@ func newEnv(t testing.TB, ec envConfig) *env {
 	if _, _, err := mem.PutRoom(context.Background(), waitroom.DefaultRoom, ec.room, ec.clock.Now()); err != nil {
 		t.Fatalf("PutRoom: %v", err)
 	}
-	cfg := Config{Store: e.store, Keys: ks, Clock: ec.clock, TrustedProxies: loopback(), ActivityInterval: time.Second}
+	e.rooms = newRooms(t, e.store, ec.clock)
+	cfg := Config{Store: e.store, Rooms: e.rooms, Keys: ks, Clock: ec.clock, TrustedProxies: loopback(), ActivityInterval: time.Second}
 	if ec.gateCfg != nil {
 		ec.gateCfg(&cfg)
 	}
@@ -95,13 +98,22 @@ func newEnv(t testing.TB, ec envConfig) *env {
 	return e
 }
 
+// newRooms returns a room view over s (clock nil for the system's), closed
+// when the test ends: each process of a test has its own, as a server does.
+func newRooms(t testing.TB, s waitroom.Store, clock waitroom.Clock) *roomview.View {
+	t.Helper()
+	v := roomview.New(roomview.Config{Store: s, Clock: clock})
+	t.Cleanup(v.Close)
+	return v
+}
+
 // serve starts the waitroom server: API, pages, gate endpoints and, with
 // a proxy config, the reverse proxy at "/" as `waitroom serve --upstream`
 // would mount it.
 func (e *env) serve(proxy *ProxyConfig) *httptest.Server {
 	e.t.Helper()
-	api := httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Fill: e.gate.Fill})
-	webCfg := web.Config{Store: e.store, Clock: e.clock}
+	api := httpapi.NewHandler(httpapi.Config{Store: e.store, Rooms: e.rooms, AdminToken: adminToken, Clock: e.clock, Fill: e.gate.Fill})
+	webCfg := web.Config{Store: e.store, Rooms: e.rooms, Clock: e.clock}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		e.t.Fatalf("web.New: %v", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/internal/roomview"
 )
 
 // Config holds what the handler needs.
@@ -96,8 +97,14 @@ type Config struct {
 	// (the console's live stream shows them).
 	OnAudit func(waitroom.AuditEntry)
 
+	// Rooms is the room view over Store that the join cap
+	// (MaxSessionsPerRoom) and a door made here read rooms from. nil makes
+	// one that lives as long as the process; servers pass the one their
+	// door, gate and pages share, and close it on shutdown.
+	Rooms *roomview.View
+
 	// Door checks invites and proof-of-work challenges before a join
-	// reaches the store (package door). nil makes one over Store with a
+	// reaches the store (package door). nil makes one over Rooms with a
 	// random secret, which suits one process only: servers sharing a
 	// store must share the secret, so `waitroom serve` passes its own.
 	Door *door.Door
@@ -172,10 +179,13 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Stats == nil && cfg.Ledger != nil {
 		cfg.Stats = roomstats.New(cfg.Store, cfg.Ledger, roomstats.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
+	if cfg.Rooms == nil {
+		cfg.Rooms = roomview.New(roomview.Config{Store: cfg.Store, Clock: cfg.Clock})
+	}
 	if cfg.Door == nil {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
-		cfg.Door = door.New(cfg.Store, secret)
+		cfg.Door = door.New(cfg.Rooms, secret)
 	}
 	if cfg.Hub == nil {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
@@ -211,6 +221,7 @@ func NewHandler(cfg Config) http.Handler {
 		Rate:               cfg.JoinLimit,
 		Proxies:            cfg.TrustedProxies,
 		MaxSessionsPerRoom: max(cfg.MaxSessionsPerRoom, 0),
+		Rooms:              cfg.Rooms,
 		Memory:             cfg.MemoryGuard,
 	}
 	s.routes()

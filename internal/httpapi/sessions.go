@@ -75,9 +75,9 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	}
 	jr.Contact = contact
 	if trusted {
-		err = s.joins.CheckCaps(r.Context(), room, s.store, now)
+		err = s.joins.CheckCaps(r.Context(), room, now)
 	} else {
-		err = s.joins.Check(r.Context(), r, room, s.store, now)
+		err = s.joins.Check(r.Context(), r, room, now)
 	}
 	if err != nil {
 		return err
@@ -86,7 +86,6 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.joins.Joined(sess, now)
 	s.complete(&sess, now)
 	writeSession(w, http.StatusCreated, sess)
 	return nil

@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/roomview"
 )
 
 // Retry-After of refused joins. A full room or a process short of memory
 // stays so for a while; asking a crowd to come back every second would only
 // add load to a server that is already at its limit.
 const RoomFullRetry = 5 * time.Second
-
-// countFresh is how old a room's live count may be before a join that would
-// be refused by MaxSessionsPerRoom reads it again from the store.
-const countFresh = time.Second
 
 // Joins is the check every new session goes through, in the API and on the
 // waiting page: the per-address rate, the memory guard and the cap on live
@@ -31,21 +27,16 @@ type Joins struct {
 	// client; empty means the client is always the connection's peer.
 	Proxies clientaddr.Trusted
 	// MaxSessionsPerRoom caps live sessions (waiting + active) per room; 0
-	// means no cap. The count is the one the store reported with the latest
-	// join or, when that says the room is full and is older than a second,
-	// read again; concurrent joins may overshoot it by how many are in flight.
+	// means no cap. The count is the room view's (Rooms): the totals of the
+	// room's latest event, or of a store read at most a second old;
+	// concurrent joins may overshoot it by how many are in flight.
 	MaxSessionsPerRoom int
+	// Rooms is the room view the live counts come from; it is required
+	// with MaxSessionsPerRoom.
+	Rooms *roomview.View
 	// Memory refuses joins while the process uses too much memory; nil means
 	// no guard.
 	Memory *MemoryGuard
-
-	mu    sync.Mutex
-	count map[string]liveCount
-}
-
-type liveCount struct {
-	n  int
-	at time.Time
 }
 
 // RetryError is a refusal with the time after which trying again makes
@@ -78,9 +69,8 @@ func RetryAfter(err error) (int64, bool) {
 
 // Check decides whether r may make a new session in room at now: the
 // per-address rate, then CheckCaps. It returns nil, or a *RetryError with
-// code rate_limited (429) or room_full (503). st is used only to refresh the
-// live count of a room that looks full.
-func (j *Joins) Check(ctx context.Context, r *http.Request, room string, st waitroom.Store, now time.Time) error {
+// code rate_limited (429) or room_full (503).
+func (j *Joins) Check(ctx context.Context, r *http.Request, room string, now time.Time) error {
 	if j == nil {
 		return nil
 	}
@@ -88,13 +78,13 @@ func (j *Joins) Check(ctx context.Context, r *http.Request, room string, st wait
 		return &RetryError{After: wait, Err: waitroom.Errorf(waitroom.CodeRateLimited,
 			"Too many joins from your address; try again in a moment.")}
 	}
-	return j.CheckCaps(ctx, room, st, now)
+	return j.CheckCaps(ctx, room, now)
 }
 
 // CheckCaps is Check without the per-address rate, for trusted callers (a
 // backend with the admin token joining for its users from one address): the
 // memory guard and the cap per room protect the process from everyone.
-func (j *Joins) CheckCaps(ctx context.Context, room string, st waitroom.Store, now time.Time) error {
+func (j *Joins) CheckCaps(ctx context.Context, room string, now time.Time) error {
 	if j == nil {
 		return nil
 	}
@@ -103,7 +93,7 @@ func (j *Joins) CheckCaps(ctx context.Context, room string, st waitroom.Store, n
 			"The waiting room is at its limit right now; try again in a moment.")}
 	}
 	if j.MaxSessionsPerRoom > 0 {
-		n, err := j.live(ctx, room, st, now)
+		n, err := j.live(ctx, room)
 		if err != nil {
 			return err
 		}
@@ -115,49 +105,17 @@ func (j *Joins) CheckCaps(ctx context.Context, room string, st waitroom.Store, n
 	return nil
 }
 
-// live returns room's live count as last known, reading it again from st
-// when it says full and is older than countFresh.
-func (j *Joins) live(ctx context.Context, room string, st waitroom.Store, now time.Time) (int, error) {
-	j.mu.Lock()
-	c, ok := j.count[room]
-	j.mu.Unlock()
-	if ok && (c.n < j.MaxSessionsPerRoom || now.Sub(c.at) < countFresh) {
-		return c.n, nil
+// live returns room's live count from the room view.
+func (j *Joins) live(ctx context.Context, room string) (int, error) {
+	if j.Rooms == nil {
+		return 0, errors.New("limit: Joins.Rooms is nil with MaxSessionsPerRoom set")
 	}
-	info, err := st.Room(ctx, room)
+	snap, err := j.Rooms.Room(ctx, room)
 	if err != nil {
 		if waitroom.ErrorCode(err) == waitroom.CodeRoomNotFound {
-			j.forget(room)
 			return 0, nil // the join itself answers room_not_found
 		}
 		return 0, err
 	}
-	j.observe(room, info.Waiting+info.Active, now)
-	return info.Waiting + info.Active, nil
-}
-
-// Joined records the room totals a store reported with a new session, so the
-// next join's cap check needs no store call.
-func (j *Joins) Joined(s waitroom.Session, now time.Time) {
-	if j == nil || j.MaxSessionsPerRoom <= 0 {
-		return
-	}
-	j.observe(s.Room, s.Waiting+s.Active, now)
-}
-
-func (j *Joins) observe(room string, n int, now time.Time) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.count == nil {
-		j.count = make(map[string]liveCount)
-	}
-	// Only existing rooms get here (their names come from successful store
-	// answers), so the map is as small as the list of rooms.
-	j.count[room] = liveCount{n: n, at: now}
-}
-
-func (j *Joins) forget(room string) {
-	j.mu.Lock()
-	delete(j.count, room)
-	j.mu.Unlock()
+	return snap.Live(), nil
 }

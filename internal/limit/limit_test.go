@@ -11,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/limit"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -150,10 +151,13 @@ func TestJoinsCheck(t *testing.T) {
 	}
 	proxies, _ := clientaddr.Parse("127.0.0.1")
 	used := uint64(0)
+	rooms := roomview.New(roomview.Config{Store: st})
+	defer rooms.Close()
 	j := &limit.Joins{
 		Rate:               limit.NewLimiter(60, 3, 0),
 		Proxies:            proxies,
 		MaxSessionsPerRoom: 2,
+		Rooms:              rooms,
 		Memory:             limit.NewMemoryGuard(10, func() uint64 { return used }),
 	}
 	req := func(remote, xff string) error {
@@ -162,18 +166,16 @@ func TestJoinsCheck(t *testing.T) {
 		if xff != "" {
 			r.Header.Set("X-Forwarded-For", xff)
 		}
-		return j.Check(ctx, r, "r", st, t0)
+		return j.Check(ctx, r, "r", t0)
 	}
 	code := func(err error) waitroom.Code { return waitroom.ErrorCode(err) }
 	for i := range 2 {
 		if err := req("192.0.2.1:1", ""); err != nil {
 			t.Fatalf("join %d: %v, want allowed", i+1, err)
 		}
-		s, err := st.Join(ctx, "r", "", t0)
-		if err != nil {
+		if _, err := st.Join(ctx, "r", "", t0); err != nil {
 			t.Fatal(err)
 		}
-		j.Joined(s, t0)
 	}
 	err := req("192.0.2.1:1", "")
 	if code(err) != waitroom.CodeRoomFull {
@@ -203,7 +205,44 @@ func TestJoinsCheck(t *testing.T) {
 		t.Fatalf("untrusted peer with X-Forwarded-For: got %v, want rate_limited (its own address)", err)
 	}
 	var none *limit.Joins
-	if err := none.Check(ctx, httptest.NewRequest("POST", "/", nil), "r", st, t0); err != nil {
+	if err := none.Check(ctx, httptest.NewRequest("POST", "/", nil), "r", t0); err != nil {
 		t.Fatalf("nil Joins: %v, want nil", err)
+	}
+}
+
+// TestJoinsCountFollowsTheRoom: the live count is the room view's, which
+// the store's events keep current: a leave frees the cap at once, and a
+// join made elsewhere (the store directly) fills it.
+func TestJoinsCountFollowsTheRoom(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	defer st.Close()
+	if _, _, err := st.PutRoom(ctx, "r", waitroom.DefaultConfig(), t0); err != nil {
+		t.Fatal(err)
+	}
+	rooms := roomview.New(roomview.Config{Store: st, Clock: waitroom.NewManualClock(t0)})
+	defer rooms.Close()
+	j := &limit.Joins{MaxSessionsPerRoom: 1, Rooms: rooms}
+	if err := j.CheckCaps(ctx, "r", t0); err != nil {
+		t.Fatalf("empty room: %v, want allowed", err)
+	}
+	s, err := st.Join(ctx, "r", "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.CheckCaps(ctx, "r", t0); waitroom.ErrorCode(err) != waitroom.CodeRoomFull {
+		t.Fatalf("after a join with a cap of 1: %v, want room_full", err)
+	}
+	if _, err := st.Leave(ctx, "r", s.ID, waitroom.ReasonLeft, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.CheckCaps(ctx, "r", t0); err != nil {
+		t.Fatalf("after the leave: %v, want allowed", err)
+	}
+	if err := j.CheckCaps(ctx, "nope", t0); err != nil {
+		t.Fatalf("unknown room: %v, want nil (the join itself answers room_not_found)", err)
+	}
+	if err := (&limit.Joins{MaxSessionsPerRoom: 1}).CheckCaps(ctx, "r", t0); err == nil {
+		t.Fatalf("a cap without a room view: nil, want an error")
 	}
 }

@@ -66,7 +66,7 @@ func (h *Handler) demoApp(w http.ResponseWriter, r *http.Request) {
 // demoClient: GET /demo/, the line seen through the JavaScript client, with
 // the session kept in sessionStorage, so every tab is one more person.
 func (h *Handler) demoClient(w http.ResponseWriter, r *http.Request) {
-	room, err := h.store.Room(r.Context(), DemoRoom)
+	room, err := h.rooms.Room(r.Context(), DemoRoom)
 	if err != nil {
 		h.storeError(w, r, pickLanguage(r.Header.Get("Accept-Language")), DemoRoom, err)
 		return
@@ -74,7 +74,7 @@ func (h *Handler) demoClient(w http.ResponseWriter, r *http.Request) {
 	h.demoPage(w, r, demoPage{
 		Mode:       "client",
 		Room:       DemoRoom,
-		Capacity:   room.Capacity,
+		Capacity:   room.Config.Capacity,
 		Nonce:      nonce(),
 		Script:     clientJS.url(),
 		DemoScript: demoJS.url(),

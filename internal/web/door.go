@@ -78,7 +78,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	info, err := h.store.Room(ctx, room)
+	snap, err := h.rooms.Room(ctx, room)
 	if err != nil {
 		h.storeError(w, r, lang, room, err)
 		return
@@ -105,7 +105,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &e) && e.Code == waitroom.CodeAlreadyJoined && e.Session != nil:
 		s = *e.Session // the invite's key is in line already: that place is theirs
 	case errors.As(err, &e) && e.Message != "" && doorRefusal(e.Code):
-		h.doorPage(w, r, lang, room, info.RoomConfig, apierror.Status(e.Code), e.Message)
+		h.doorPage(w, r, lang, room, *snap.Config, apierror.Status(e.Code), e.Message)
 		return
 	default:
 		h.storeError(w, r, lang, room, err)

@@ -51,7 +51,7 @@ func FuzzPageRequest(f *testing.F) {
 	if err != nil || live.Status != waitroom.StatusActive {
 		f.Fatalf("setup join: %+v, %v; want an active session", live, err)
 	}
-	h := web.NewHandler(web.Config{Store: st, Clock: clock})
+	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock})
 	f.Fuzz(func(t *testing.T, returnTo, cookie, lang, proto string, useLive bool) {
 		req := httptest.NewRequest("GET", "/r/shop?return_to="+url.QueryEscape(returnTo), nil)
 		if useLive {
@@ -127,7 +127,7 @@ func FuzzClaimRequest(f *testing.F) {
 	if err != nil || held.Status != waitroom.StatusInvited {
 		f.Fatalf("setup: %+v, %v; want an invited place", held, err)
 	}
-	h := web.NewHandler(web.Config{Store: st, Clock: clock})
+	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock})
 	f.Fuzz(func(t *testing.T, post bool, id, lang string, useHeld, head bool) {
 		if useHeld {
 			id = held.ID

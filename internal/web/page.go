@@ -282,23 +282,21 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	info, err := h.store.Room(ctx, room)
+	snap, err := h.rooms.Room(ctx, room)
 	if err != nil {
 		h.storeError(w, r, lang, room, err)
 		return
 	}
-	if h.failOpen != nil {
-		h.known.Store(room, info.RoomConfig)
-	}
+	cfg := *snap.Config
 	if r.Method == http.MethodHead {
 		// Link checkers and previews ask with HEAD; nobody joins for them.
 		htmlHeaders(w, lang, nonce())
 		return
 	}
 	now := h.clock.Now()
-	if h.door != nil && guarded(info.RoomConfig) {
+	if h.door != nil && guarded(cfg) {
 		if _, ok, err := h.current(ctx, r, room, true, now); err == nil && !ok {
-			h.doorPage(w, r, lang, room, info.RoomConfig, http.StatusOK, "")
+			h.doorPage(w, r, lang, room, cfg, http.StatusOK, "")
 			return
 		}
 	}
@@ -316,7 +314,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		h.claimState(w, r, lang, s, now, false)
 		return
 	}
-	target := h.destination(r, info.RoomConfig)
+	target := h.destination(r, cfg)
 	if s.Status == waitroom.StatusActive && target != "" {
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		return
@@ -324,8 +322,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if s.Status == waitroom.StatusWaiting && h.eta != nil {
 		h.eta(&s, now)
 	}
-	p := newPage(lang, s, target, refreshSeconds(info.RoomConfig), now, nonce())
-	p.tierNote(info.RoomConfig)
+	p := newPage(lang, s, target, refreshSeconds(cfg), now, nonce())
+	p.tierNote(cfg)
 	h.render(w, r, lang, p)
 }
 
@@ -374,14 +372,10 @@ func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keep
 // joinLine makes a new session for req, within the join limits the API
 // shares.
 func (h *Handler) joinLine(ctx context.Context, r *http.Request, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
-	if err := h.joins.Check(ctx, r, room, h.store, now); err != nil {
+	if err := h.joins.Check(ctx, r, room, now); err != nil {
 		return waitroom.Session{}, err
 	}
-	s, err := h.store.JoinWith(ctx, room, req, now)
-	if err == nil {
-		h.joins.Joined(s, now)
-	}
-	return s, err
+	return h.store.JoinWith(ctx, room, req, now)
 }
 
 // current returns the session named by the room's cookie while it is live

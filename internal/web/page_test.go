@@ -436,12 +436,12 @@ func TestOperatorTemplates(t *testing.T) {
 		if tc.file == "_part.html" {
 			os.WriteFile(filepath.Join(bad, "page.html"), []byte(`<p></p>`), 0o644)
 		}
-		_, err := web.New(web.Config{Store: s.store, Templates: bad})
+		_, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: bad})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
 			t.Errorf("template %s %q: error %v, want one naming the file and %q", tc.file, tc.text, err, tc.want)
 		}
 	}
-	if _, err := web.New(web.Config{Store: s.store, Templates: filepath.Join(dir, "missing")}); err == nil {
+	if _, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: filepath.Join(dir, "missing")}); err == nil {
 		t.Errorf("a missing templates folder is not an error")
 	}
 }
@@ -484,6 +484,9 @@ func (s downStore) Room(context.Context, string) (waitroom.Room, error) {
 	return waitroom.Room{}, s.err
 }
 
+// Subscribe delivers no events: nothing changes in a store that is down.
+func (s downStore) Subscribe(func(waitroom.Event)) func() { return func() {} }
+
 func TestStoreFailurePages(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -495,7 +498,8 @@ func TestStoreFailurePages(t *testing.T) {
 		{"internal", errors.New("disk on fire at /var/lib/secret"), http.StatusInternalServerError, "Something went wrong"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := checked(t, web.NewHandler(web.Config{Store: downStore{err: tc.err}}))
+			st := downStore{err: tc.err}
+			h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st)}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/shop", nil))
 			body := rec.Body.String()
@@ -513,7 +517,7 @@ func TestStoreFailurePages(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("x", 500) + "Y"
-	h := checked(t, web.NewHandler(web.Config{Store: downStore{}}))
+	h := checked(t, web.NewHandler(web.Config{Store: downStore{}, Rooms: newRooms(t, downStore{})}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/"+long, nil))
 	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "Y") && strings.Contains(rec.Body.String(), long) {
@@ -521,17 +525,39 @@ func TestStoreFailurePages(t *testing.T) {
 	}
 }
 
-// flakyStore is a real store that a test can make unreachable.
+// flakyStore is a real store that a test can make unreachable: the calls
+// a page makes fail while down is set.
 type flakyStore struct {
 	waitroom.Store
 	down *atomic.Bool
 }
 
-func (s flakyStore) Room(ctx context.Context, name string) (waitroom.Room, error) {
+func (s flakyStore) fail() error {
 	if s.down.Load() {
-		return waitroom.Room{}, waitroom.Errorf(waitroom.CodeUnavailable, "redis is down")
+		return waitroom.Errorf(waitroom.CodeUnavailable, "redis is down")
+	}
+	return nil
+}
+
+func (s flakyStore) Room(ctx context.Context, name string) (waitroom.Room, error) {
+	if err := s.fail(); err != nil {
+		return waitroom.Room{}, err
 	}
 	return s.Store.Room(ctx, name)
+}
+
+func (s flakyStore) Session(ctx context.Context, room, id string, now time.Time) (waitroom.Session, error) {
+	if err := s.fail(); err != nil {
+		return waitroom.Session{}, err
+	}
+	return s.Store.Session(ctx, room, id, now)
+}
+
+func (s flakyStore) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
+	if err := s.fail(); err != nil {
+		return waitroom.Session{}, err
+	}
+	return s.Store.JoinWith(ctx, room, req, now)
 }
 
 func TestStoreDownFailsOpenOrClosed(t *testing.T) {
@@ -547,7 +573,8 @@ func TestStoreDownFailsOpenOrClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var down, open atomic.Bool
-	h := checked(t, web.NewHandler(web.Config{Store: flakyStore{Store: mem, down: &down}, FailOpen: open.Load}))
+	st := flakyStore{Store: mem, down: &down}
+	h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st), FailOpen: open.Load}))
 	get := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -583,8 +610,9 @@ func TestPageJoinsAreLimited(t *testing.T) {
 	if _, _, err := mem.PutRoom(ctx, "shop", waitroom.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	joins := &limit.Joins{Rate: limit.NewLimiter(60, 3, 0), MaxSessionsPerRoom: 5}
-	h := checked(t, web.NewHandler(web.Config{Store: mem, Joins: joins}))
+	rooms := newRooms(t, mem)
+	joins := &limit.Joins{Rate: limit.NewLimiter(60, 3, 0), MaxSessionsPerRoom: 5, Rooms: rooms}
+	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: rooms, Joins: joins}))
 	get := func(addr string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/r/shop", nil)
 		req.RemoteAddr = addr + ":40000"
@@ -626,7 +654,7 @@ func TestReturnToSameOriginOnly(t *testing.T) {
 	if _, _, err := mem.PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h := checked(t, web.NewHandler(web.Config{Store: mem}))
+	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: newRooms(t, mem)}))
 	for _, tc := range []struct{ returnTo, want string }{
 		{"http://shop.example/cart?x=1", "http://shop.example/cart?x=1"},
 		{"https://shop.example/cart", "/home"}, // another scheme is another origin

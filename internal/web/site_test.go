@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -77,8 +78,16 @@ type site struct {
 }
 
 type siteOptions struct {
-	web web.Config // Store, Clock and ETA are filled in
+	web web.Config // Store, Rooms, ETA and Door are filled in
 	tls bool
+}
+
+// newRooms returns a room view over s, closed when the test ends.
+func newRooms(t testing.TB, s waitroom.Store) *roomview.View {
+	t.Helper()
+	v := roomview.New(roomview.Config{Store: s})
+	t.Cleanup(v.Close)
+	return v
 }
 
 func newSite(t testing.TB, opt siteOptions) *site {
@@ -87,11 +96,12 @@ func newSite(t testing.TB, opt siteOptions) *site {
 	store := &recordingStore{Store: mem}
 	est := eta.New(store)
 	hub := push.New(store, push.Options{Fill: est.Fill})
-	dr := door.New(store, []byte("the door secret of the site tests"))
-	api := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
+	rooms := newRooms(t, store)
+	dr := door.New(rooms, []byte("the door secret of the site tests"))
+	api := httpapi.NewHandler(httpapi.Config{Store: store, Rooms: rooms, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
 		StreamPresence: time.Second, Door: dr})
 	cfg := opt.web
-	cfg.Store, cfg.ETA, cfg.Door = store, est.Fill, dr
+	cfg.Store, cfg.Rooms, cfg.ETA, cfg.Door = store, rooms, est.Fill, dr
 	pages, err := web.New(cfg)
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
@@ -130,7 +140,6 @@ func newSite(t testing.TB, opt siteOptions) *site {
 		s.srv.Close()
 		hub.Close()
 		est.Close()
-		dr.Close()
 		_ = mem.Close()
 	})
 	return s

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/limit"
+	"github.com/waitroom/waitroom/internal/roomview"
 )
 
 // Paths the handler serves. A server mounts the handler on these prefixes
@@ -59,6 +59,10 @@ func Prefixes(cfg Config) []string {
 type Config struct {
 	// Store holds the rooms. It is required.
 	Store waitroom.Store
+	// Rooms is the room view over Store that the pages read rooms'
+	// configurations from (target, refresh, door, tiers; and, for
+	// FailOpen, the last known target). It is required.
+	Rooms *roomview.View
 	// Clock gives the now passed to the store; nil means waitroom.SystemClock.
 	Clock waitroom.Clock
 	// ETA completes a waiting session with its estimated wait (the
@@ -79,7 +83,8 @@ type Config struct {
 	Joins *limit.Joins
 	// FailOpen, when set and true, lets a visitor through while the store is
 	// unreachable: the page sends them to the room's target as last seen
-	// (see package outage). Unset or false, the page says the line is
+	// in Rooms (see package outage; a room the view forgot, unread for
+	// roomview's IdleAfter, has none). Unset or false, the page says the line is
 	// paused and tries again by itself (fail closed).
 	FailOpen func() bool
 	// Door checks invites and challenges; share the API's (package door).
@@ -94,20 +99,20 @@ type Config struct {
 }
 
 // Handler serves the waiting pages, the JavaScript client and (optionally)
-// the demo. It holds no room state; every request is one to three Store
-// calls. It is safe for concurrent use.
+// the demo. It holds no room state (rooms are the room view's); every
+// request is one to three Store calls. It is safe for concurrent use.
 type Handler struct {
 	store  waitroom.Store
+	rooms  *roomview.View
 	clock  waitroom.Clock
 	eta    func(s *waitroom.Session, now time.Time)
 	log    *slog.Logger
 	secure bool
-	// failOpen and known serve the fail-open policy: known holds each
-	// room's configuration as last read, for its target.
+	// failOpen says whether to send visitors to a room's last known
+	// target while the store is down.
 	failOpen func() bool
 	joins    *limit.Joins
 	door     *door.Door
-	known    sync.Map // room name → waitroom.RoomConfig
 	pages    *pageTemplates
 	mux      *http.ServeMux
 }
@@ -118,6 +123,9 @@ type Handler struct {
 func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("web: Config.Store is nil")
+	}
+	if cfg.Rooms == nil {
+		return nil, fmt.Errorf("web: Config.Rooms is nil")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = waitroom.SystemClock{}
@@ -131,6 +139,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		store:    cfg.Store,
+		rooms:    cfg.Rooms,
 		clock:    cfg.Clock,
 		eta:      cfg.ETA,
 		log:      cfg.Logger,
@@ -290,8 +299,8 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, lang *Messa
 	case waitroom.CodeUnavailable:
 		h.log.Warn("web: store unavailable", "room", room, "err", err)
 		if h.failOpen != nil && h.failOpen() {
-			if cfg, ok := h.known.Load(room); ok {
-				if target := h.destination(r, cfg.(waitroom.RoomConfig)); target != "" {
+			if snap := h.rooms.Known(room); snap != nil {
+				if target := h.destination(r, *snap.Config); target != "" {
 					http.Redirect(w, r, target, http.StatusSeeOther)
 					return
 				}
