@@ -100,6 +100,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	s.onClose(gt.Close)
+	s.gate = gt
 	// Every session on its way out gets its estimate and, when active,
 	// its pass.
 	fill := func(x *waitroom.Session, now time.Time) {

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 )
 
 // Server limits. There is no WriteTimeout: event streams stay open for as
@@ -52,6 +53,7 @@ type Server struct {
 	store   waitroom.Store
 	token   string
 	handler http.Handler
+	gate    *gatekeeper.Gate
 	reg     *prometheus.Registry
 	http    *http.Server
 
@@ -114,6 +116,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 // Handler returns the whole HTTP surface: the API, the pages, the gate,
 // the console and the operations endpoints.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Middleware returns net/http middleware for an app in the same process:
+// requests with a valid pass for room (or a path in bypass) go through,
+// with the pass's gate.Claims in their context (gate.ClaimsFrom); others
+// join the room and are sent to its waiting page. Activity through it
+// counts as presence, and ended sessions are refused within a second.
+func (s *Server) Middleware(room string, bypass ...string) func(http.Handler) http.Handler {
+	return s.gate.Middleware(room, bypass...)
+}
 
 // Store returns the store the server serves.
 func (s *Server) Store() waitroom.Store { return s.store }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -196,5 +199,44 @@ func TestConfigCheck(t *testing.T) {
 		case err != nil && strings.Contains(err.Error(), "hunter2"):
 			t.Errorf("%s: %v shows a password", tc.name, err)
 		}
+	}
+}
+
+func TestMiddlewareAdmitsWithAPassAndSendsOthersToWait(t *testing.T) {
+	srv, err := New(context.Background(), testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 1
+	if _, _, err := srv.Store().PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	app := srv.Middleware("shop")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := gate.ClaimsFrom(r.Context())
+		if !ok {
+			http.Error(w, "no claims", 500)
+			return
+		}
+		io.WriteString(w, "hello "+c.Room)
+	}))
+	browse := func() *http.Response {
+		r := httptest.NewRequest("GET", "http://shop.test/buy", nil)
+		r.Header.Set("Accept", "text/html")
+		w := httptest.NewRecorder()
+		app.ServeHTTP(w, r)
+		return w.Result()
+	}
+	// The first visitor takes the one slot and goes straight through.
+	first := browse()
+	if b, _ := io.ReadAll(first.Body); first.StatusCode != 200 || string(b) != "hello shop" {
+		t.Fatalf("first visitor: %d %q, want 200 hello shop", first.StatusCode, b)
+	}
+	// The second waits: sent to the waiting page.
+	second := browse()
+	if loc := second.Header.Get("Location"); second.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "/r/shop") {
+		t.Fatalf("second visitor: %d to %q, want 303 to the waiting page", second.StatusCode, loc)
 	}
 }
