@@ -13,7 +13,10 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/client"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -27,9 +30,13 @@ func newServer(t *testing.T) (public, admin *client.Client, clock *waitroom.Manu
 	// A manual clock, safe to read from the server's goroutines (the
 	// console's stats recorder samples it) while the test moves it.
 	clock = waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Clock: clock}))
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Clock: clock,
+		Admit: admit.New(admit.Config{Store: store, Door: dr})}))
 	t.Cleanup(func() {
 		srv.Close()
+		rooms.Close()
 		_ = store.Close()
 	})
 	return client.New(srv.URL, client.WithHTTPClient(srv.Client())),

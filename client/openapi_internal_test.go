@@ -18,8 +18,11 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -256,9 +259,13 @@ func TestClientAgainstOpenAPI(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: "openapi-test-token", Clock: clock}))
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: "openapi-test-token", Clock: clock,
+		Admit: admit.New(admit.Config{Store: store, Door: dr})}))
 	t.Cleanup(func() {
 		srv.Close()
+		rooms.Close()
 		_ = store.Close()
 	})
 	rec := &recording{}

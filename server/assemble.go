@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/console"
 	"github.com/waitroom/waitroom/internal/door"
@@ -88,13 +89,16 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	}))
 
 	proxies, _ := clientaddr.FromPrefixes(cfg.TrustedProxies) // checked by Config.Check
+	// Every join (API, page, gate) goes through one admission: one door,
+	// one allowance per address, one live count per room.
 	joins := &limit.Joins{Rate: limit.NewLimiter(cfg.JoinsPerMinute, cfg.JoinsPerMinute, 0), Proxies: proxies,
 		MaxSessionsPerRoom: cfg.MaxSessionsPerRoom, Rooms: rooms, Memory: limit.NewMemoryGuard(cfg.MemoryLimit, nil)}
+	adm := admit.New(admit.Config{Store: store, Door: dr, Joins: joins})
 	gt, err := gatekeeper.New(gatekeeper.Config{
 		Store: store, Rooms: rooms, Keys: keys, Clock: clock, Logger: logger,
-		PublicURL: cfg.publicURL(), TrustedProxies: cfg.TrustedProxies,
+		PublicURL: cfg.publicURL(), TrustedProxies: proxies,
 		Secure: cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https",
-		ETA:    estimator.Fill, Joins: joins, FailOpen: monitor.FailOpen, Door: dr,
+		ETA:    estimator.Fill, Admit: adm, FailOpen: monitor.FailOpen,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
@@ -117,13 +121,11 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Logger: logger})
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
-		Ledger: store, Stats: stats, Console: cons, Hub: hub, Fill: fill, Rooms: rooms, Door: dr,
-		JoinLimit: joins.Rate, TrustedProxies: proxies, MaxSessionsPerRoom: cfg.MaxSessionsPerRoom,
-		MemoryGuard: joins.Memory, MaxStreams: maxStreams(cfg.MaxConnections),
+		Ledger: store, Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
-		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Joins: joins, Door: dr}
+		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return nil, fmt.Errorf("--templates: %w", err)

@@ -133,7 +133,8 @@ func Peer(r *http.Request) netip.Addr {
 // FromProxy reports whether r came straight from a trusted proxy, so that
 // headers such as X-Forwarded-Proto and X-Forwarded-Host may be believed.
 func (t Trusted) FromProxy(r *http.Request) bool {
-	return t.Contains(Peer(r))
+	// Most servers trust nobody: they need not parse RemoteAddr to know.
+	return !t.Empty() && t.Contains(Peer(r))
 }
 
 // maxHops bounds the X-Forwarded-For entries walked; real chains are a few

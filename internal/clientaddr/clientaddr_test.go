@@ -28,6 +28,11 @@ func TestParse(t *testing.T) {
 		{"fe80::1%eth0", "", false},
 		{"10.0.0.0/8,", "10.0.0.0/8", true},
 		{"10.0.0.0/8;192.0.2.1", "", false},
+		// The list the gate's own parser (gone: the gate uses this one) was
+		// tested with.
+		{" 127.0.0.1/32, 10.1.2.3/8,::1, ::ffff:192.0.2.1 ,", "127.0.0.1/32,10.0.0.0/8,::1/128,192.0.2.1/32", true},
+		{"localhost", "", false},
+		{"1.2.3", "", false},
 	} {
 		got, err := clientaddr.Parse(tc.in)
 		if (err == nil) != tc.ok {

@@ -15,10 +15,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/browsertest"
 	"github.com/waitroom/waitroom/internal/console"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/roomstats"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -33,10 +36,14 @@ func newLiveSite(t *testing.T) (*memstore.Store, *httptest.Server) {
 	c := console.New(console.Options{AdminToken: token, Ledger: store})
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, c.Handler())
-	mux.Handle("/", httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Console: c, Stats: stats}))
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	mux.Handle("/", httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Console: c, Stats: stats,
+		Admit: admit.New(admit.Config{Store: store, Door: dr})}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
+		rooms.Close()
 		_ = stats.Close()
 		_ = store.Close()
 	})

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -41,7 +44,10 @@ func TestInversions(t *testing.T) {
 func TestOvertimeWaitsForArrivals(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store}))
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	defer rooms.Close()
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, Admit: admit.New(admit.Config{Store: store, Door: dr})}))
 	defer srv.Close()
 	for _, overtime := range []time.Duration{0, time.Minute} {
 		room := "overtime" + strconv.Itoa(int(overtime.Seconds()))
@@ -73,8 +79,11 @@ func TestCrowdAgainstServer(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
 	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond, Refresh: 300 * time.Millisecond})
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	defer rooms.Close()
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{
-		Store: store, AdminToken: token, Hub: hub,
+		Store: store, AdminToken: token, Hub: hub, Admit: admit.New(admit.Config{Store: store, Door: dr}),
 		StreamHeartbeat: 100 * time.Millisecond, // keep-alive comments mid-stream must parse
 	}))
 	defer srv.Close()

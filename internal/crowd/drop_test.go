@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/sweeper"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -24,7 +27,11 @@ func TestCrowdDrop(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
 	hub := push.New(store, push.Options{Interval: 50 * time.Millisecond, Refresh: 300 * time.Millisecond})
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Hub: hub}))
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	defer rooms.Close()
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: token, Hub: hub,
+		Admit: admit.New(admit.Config{Store: store, Door: dr})}))
 	defer srv.Close()
 	defer hub.Close()
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())

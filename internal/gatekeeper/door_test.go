@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/door"
 )
 
 // A room with a door (an invite or a proof of work): the gate joins nobody
@@ -25,11 +24,7 @@ func TestGateLeavesTheDoorToThePage(t *testing.T) {
 			cfg := waitroom.DefaultConfig()
 			cfg.Capacity = 5
 			tc.set(&cfg)
-			var d *door.Door
-			e := newEnv(t, envConfig{room: cfg, gateCfg: func(c *Config) {
-				d = door.New(c.Rooms, []byte("the gate test's door secret, 32+ bytes"))
-				c.Door = d
-			}})
+			e := newEnv(t, envConfig{room: cfg}) // its admission has a door
 			h := e.gate.Middleware(waitroom.DefaultRoom)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusTeapot)
 			}))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,8 +14,8 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/door"
-	"github.com/waitroom/waitroom/internal/limit"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/roomview"
 )
 
@@ -70,7 +69,7 @@ type Config struct {
 	// TrustedProxies lists the peer addresses whose X-Forwarded-Proto,
 	// -Host, -Uri and -Method headers are believed. Those headers from any
 	// other peer are ignored.
-	TrustedProxies []netip.Prefix
+	TrustedProxies clientaddr.Trusted
 	// AllowedOrigins lists further origins (besides PublicURL's) to which
 	// the gate may send a visitor back; a gated request on any other host
 	// goes to the waiting page without a return_to.
@@ -91,14 +90,12 @@ type Config struct {
 	// ETA completes a waiting session with its estimated wait for the JSON
 	// answers of the gate; nil leaves estimates out.
 	ETA func(s *waitroom.Session, now time.Time)
-	// Joins checks the joins the gate makes for visitors without a pass
-	// (per-address rate, caps); share it with the API's and the page's.
-	// nil allows every join.
-	Joins *limit.Joins
-	// Door, when set, keeps the gate from joining visitors of a room that
-	// asks for an invite or a proof of work: they are sent to the waiting
-	// page, whose door asks for it (package door). nil joins everyone.
-	Door *door.Door
+	// Admit makes the sessions the gate joins for visitors without a pass
+	// (per-address rate, caps); share the API's and the page's, so every
+	// way of joining uses one allowance. The gate joins nobody past a
+	// room's door (an invite or a proof of work): such visitors are sent to
+	// the waiting page, whose door asks for it. It is required.
+	Admit *admit.Admission
 	// FailOpen, when set and true, lets requests through the proxy and the
 	// middleware without a pass while the store is unreachable (see
 	// package outage); otherwise they get 503 (fail closed).
@@ -116,15 +113,14 @@ type Gate struct {
 	clock   waitroom.Clock
 	log     *slog.Logger
 	public  *url.URL // nil: the gated request's own origin
-	trusted []netip.Prefix
+	trusted clientaddr.Trusted
 	origins map[string]bool
 	secure  bool
 	maxTTL  time.Duration
 	beatMax time.Duration
 	resync  time.Duration
 	eta     func(s *waitroom.Session, now time.Time)
-	joins   *limit.Joins
-	door    *door.Door
+	admit   *admit.Admission
 	// failOpen says whether to let requests through while the store is
 	// unreachable.
 	failOpen func() bool
@@ -185,6 +181,9 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Rooms == nil {
 		return nil, errors.New("gate: Config.Rooms is nil")
 	}
+	if cfg.Admit == nil {
+		return nil, errors.New("gate: Config.Admit is nil")
+	}
 	g := &Gate{
 		store:     cfg.Store,
 		view:      cfg.Rooms,
@@ -199,8 +198,7 @@ func New(cfg Config) (*Gate, error) {
 		beatMax:   cfg.ActivityInterval,
 		resync:    cfg.ResyncWindow,
 		eta:       cfg.ETA,
-		joins:     cfg.Joins,
-		door:      cfg.Door,
+		admit:     cfg.Admit,
 		failOpen:  cfg.FailOpen,
 		ended:     map[string]time.Time{},
 		requeued:  map[string]requeue{},

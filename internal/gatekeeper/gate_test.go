@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 func TestFillCachesAndBoundsPasses(t *testing.T) {
@@ -110,7 +111,7 @@ func TestResyncWindowChecksStore(t *testing.T) {
 	if _, err := e.store.Leave(ctx, "default", s.ID, waitroom.ReasonLeft, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	g2, err := New(Config{Store: e.store, Rooms: newRooms(t, e.store, e.clock), Keys: e.keys, Clock: e.clock})
+	g2, err := New(Config{Store: e.store, Rooms: newRooms(t, e.store, e.clock), Keys: e.keys, Clock: e.clock, Admit: e.admit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +184,12 @@ func TestForwardedHeadersTrust(t *testing.T) {
 	}{
 		{"trusted proxy", "127.0.0.1:5555", spoof, original{"https", "shop.example", "/cart?x=1", "GET"}},
 		{"untrusted peer", "203.0.113.9:5555", spoof, original{"http", "app.test", "/v1/gate/default/forward-auth", "GET"}},
+		// The proxies are clientaddr's: an IPv4-mapped peer is its IPv4
+		// address, and the peer's own zone is dropped before the check.
+		{"trusted proxy, IPv4-mapped", "[::ffff:127.0.0.1]:5555", spoof, original{"https", "shop.example", "/cart?x=1", "GET"}},
+		{"trusted proxy, IPv6", "[::1]:5555", spoof, original{"https", "shop.example", "/cart?x=1", "GET"}},
+		{"trusted proxy, zoned", "[::1%lo]:5555", spoof, original{"https", "shop.example", "/cart?x=1", "GET"}},
+		{"untrusted IPv4-mapped peer", "[::ffff:203.0.113.9]:5555", spoof, original{"http", "app.test", "/v1/gate/default/forward-auth", "GET"}},
 		{"trusted, malformed values", "127.0.0.1:1", func(r *http.Request) {
 			r.Header.Set("X-Forwarded-Proto", "gopher")
 			r.Header.Set("X-Forwarded-Host", "evil.example/path")
@@ -234,7 +241,7 @@ func TestForwardAuthEndpoints(t *testing.T) {
 	withSID := func(id string) func(*http.Request) {
 		return func(r *http.Request) {
 			r.Header.Set("Accept", "text/html")
-			r.AddCookie(&http.Cookie{Name: SessionCookiePrefix + "default", Value: id})
+			r.AddCookie(&http.Cookie{Name: admit.CookieName("default"), Value: id})
 		}
 	}
 	wantWait := "http://shop.test/r/default?return_to=" + url.QueryEscape("http://shop.test/cart")
@@ -338,7 +345,7 @@ func TestNoOpenRedirect(t *testing.T) {
 	r.Header.Set("Accept", "text/html")
 	r.Header.Set("X-Forwarded-Host", "evil.example")
 	r.Header.Set("X-Forwarded-Uri", "/")
-	r.AddCookie(&http.Cookie{Name: SessionCookiePrefix + "default", Value: s.ID})
+	r.AddCookie(&http.Cookie{Name: admit.CookieName("default"), Value: s.ID})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if loc := w.Header().Get("Location"); strings.Contains(loc, "evil.example") {
@@ -373,24 +380,13 @@ func TestSafeReturn(t *testing.T) {
 	}
 }
 
-func TestParseTrustedProxies(t *testing.T) {
-	got, err := ParseTrustedProxies(" 127.0.0.1/32, 10.1.2.3/8,::1, ::ffff:192.0.2.1 ,")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"127.0.0.1/32", "10.0.0.0/8", "::1/128", "192.0.2.1/32"}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i].String() != want[i] {
-			t.Errorf("prefix %d: got %s, want %s", i, got[i], want[i])
-		}
-	}
-	for _, bad := range []string{"localhost", "10.0.0.0/33", "1.2.3"} {
-		if _, err := ParseTrustedProxies(bad); err == nil {
-			t.Errorf("ParseTrustedProxies(%q): got no error, want one", bad)
-		}
+// TestNewNeedsAnAdmission: the gate joins visitors only through the
+// server's one admission; without it there is no gate.
+func TestNewNeedsAnAdmission(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	if g, err := New(Config{Store: e.store, Rooms: e.rooms, Keys: e.keys}); err == nil {
+		g.Close()
+		t.Fatal("New without Admit: got a gate, want an error")
 	}
 }
 

@@ -64,7 +64,7 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 	}
 	now := g.clock.Now()
 	o := g.original(r)
-	if !g.trustedPeer(r) {
+	if !g.trusted.FromProxy(r) {
 		// The request is the proxy's question, not the visitor's page:
 		// without a trusted account of that page there is nowhere to
 		// return to.

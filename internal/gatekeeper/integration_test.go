@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // lookPath finds a binary the test needs: missing, it skips naming the
@@ -196,7 +197,7 @@ func scenario(t *testing.T, f *frontEnv, front string) {
 	if status != http.StatusOK || final.Path != "/r/default" || final.Query().Get("return_to") != front+"/shop/cart?item=7" {
 		t.Fatalf("unadmitted browser: ended at %d %s, want 200 at the waiting page with return_to", status, final)
 	}
-	sid := b.cookie(front, SessionCookiePrefix+"default")
+	sid := b.cookie(front, admit.CookieName("default"))
 	got, err := f.store.Sessions(ctx, "default", []string{sid})
 	if err != nil || got[0].Status != waitroom.StatusWaiting {
 		t.Fatalf("browser's session: got %+v (err %v), want waiting", got, err)
@@ -233,7 +234,7 @@ func scenario(t *testing.T, f *frontEnv, front string) {
 	if status != http.StatusOK || final.Path != "/r/default" {
 		t.Fatalf("revoked browser: ended at %d %s, want the waiting page", status, final)
 	}
-	newSID := b.cookie(front, SessionCookiePrefix+"default")
+	newSID := b.cookie(front, admit.CookieName("default"))
 	got, err = f.store.Sessions(ctx, "default", []string{newSID, next.ID})
 	if err != nil || newSID == sid || got[0].Status != waitroom.StatusWaiting || got[1].Status != waitroom.StatusActive {
 		t.Fatalf("after revoke: browser %+v, next %+v (err %v), want the browser waiting anew behind the next in line", got[0], got[1], err)

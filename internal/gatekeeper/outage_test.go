@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/limit"
 )
 
@@ -30,6 +31,13 @@ func (s downStore) Join(ctx context.Context, room, key string, now time.Time) (w
 	return s.Store.Join(ctx, room, key, now)
 }
 
+func (s downStore) JoinWith(ctx context.Context, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
+	if s.down.Load() {
+		return waitroom.Session{}, s.unavailable()
+	}
+	return s.Store.JoinWith(ctx, room, req, now)
+}
+
 func (s downStore) Room(ctx context.Context, room string) (waitroom.Room, error) {
 	if s.down.Load() {
 		return waitroom.Room{}, s.unavailable()
@@ -46,6 +54,9 @@ func TestGateFailsClosedOrOpen(t *testing.T) {
 	e := newEnv(t, envConfig{room: cfg, gateCfg: func(c *Config) {
 		c.Store = downStore{Store: c.Store, down: &down}
 		c.FailOpen = open.Load
+	}, admit: func(c *admit.Config) {
+		// The gate's joins go through the admission: its store is down too.
+		c.Store = downStore{Store: c.Store, down: &down}
 	}})
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	h := e.gate.Middleware(waitroom.DefaultRoom)(app)
@@ -75,7 +86,7 @@ func TestGateFailsClosedOrOpen(t *testing.T) {
 func TestGateJoinsAreLimited(t *testing.T) {
 	cfg := waitroom.DefaultConfig()
 	cfg.Capacity = 0
-	e := newEnv(t, envConfig{room: cfg, gateCfg: func(c *Config) {
+	e := newEnv(t, envConfig{room: cfg, admit: func(c *admit.Config) {
 		c.Joins = &limit.Joins{Rate: limit.NewLimiter(60, 2, 0)}
 	}})
 	h := e.gate.Middleware(waitroom.DefaultRoom)(http.NotFoundHandler())

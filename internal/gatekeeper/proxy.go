@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/internal/apierror"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // ProxyConfig configures the reverse-proxy mode.
@@ -247,28 +248,18 @@ func (g *Gate) join(w http.ResponseWriter, r *http.Request, room string, o origi
 	if d.session != nil {
 		s = *d.session
 	} else {
-		if g.door != nil {
-			// A room with a door: the waiting page asks for the invite or
-			// the proof of work; the gate joins nobody past it.
-			guarded, err := g.door.Guarded(r.Context(), room, now)
-			if err != nil || guarded {
-				return s, decision{}, err
-			}
-		}
+		// A room with a door: the waiting page asks for the invite or the
+		// proof of work; the gate joins nobody past it. A session made here
+		// gets the waiting page's cookie, so the page resumes it instead of
+		// joining again.
 		var err error
-		if err := g.joins.Check(r.Context(), r, room, now); err != nil {
-			return s, d, err
+		s, err = g.admit.Enter(r, admit.Request{Room: room, StopAtDoor: true, Cookie: w, Secure: g.secure || o.tls()}, now)
+		if errors.Is(err, admit.ErrGuarded) {
+			return s, decision{}, nil
 		}
-		s, err = g.store.Join(r.Context(), room, "", now)
 		if err != nil {
 			return s, d, err
 		}
-		// The same cookie the waiting page sets, so the page resumes this
-		// session instead of joining again.
-		http.SetCookie(w, &http.Cookie{
-			Name: SessionCookiePrefix + room, Value: s.ID, Path: "/",
-			HttpOnly: true, Secure: g.secure || o.tls(), SameSite: http.SameSiteLaxMode,
-		})
 	}
 	if s.Status != waitroom.StatusActive {
 		return s, decision{}, nil

@@ -17,6 +17,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 )
 
 // upstream is the protected app of the proxy tests.
@@ -298,7 +300,7 @@ func TestProxyLetsInAtOnceWhenThereIsRoom(t *testing.T) {
 	if status != http.StatusOK || final.Path != "/page" || !strings.HasPrefix(body, "app:") {
 		t.Fatalf("first visitor of an empty room: ended at %d %s %q, want the app", status, final, body)
 	}
-	sid := b.cookie(srv.URL, SessionCookiePrefix+"default")
+	sid := b.cookie(srv.URL, admit.CookieName("default"))
 	if body != "app:"+sid+":1" || b.cookie(srv.URL, gate.CookieName("default", false)) == "" {
 		t.Errorf("first visitor: body %q, cookies sid %q; want the app to see the session and a pass cookie", body, sid)
 	}
@@ -310,7 +312,7 @@ func TestProxyLetsInAtOnceWhenThereIsRoom(t *testing.T) {
 }
 
 func TestForwardAuthUntrustedPeerHasNoReturn(t *testing.T) {
-	e := newEnv(t, envConfig{gateCfg: func(c *Config) { c.TrustedProxies = nil }})
+	e := newEnv(t, envConfig{gateCfg: func(c *Config) { c.TrustedProxies = clientaddr.Trusted{} }})
 	r := httptest.NewRequest(http.MethodGet, "http://shop.test/v1/gate/default/forward-auth", nil)
 	r.Header.Set("Accept", "text/html")
 	r.Header.Set("X-Forwarded-Host", "evil.example")

@@ -3,9 +3,7 @@ package gatekeeper
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,11 +12,8 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
-
-// SessionCookiePrefix starts the waiting page's session cookie
-// (waitroom-sid-<room>), which the gate reads to issue a pass.
-const SessionCookiePrefix = "waitroom-sid-"
 
 // original is the request the visitor made, as far as the gate can tell:
 // the request itself, or what a trusted proxy says it forwarded.
@@ -32,24 +27,6 @@ func (o original) origin() string { return o.scheme + "://" + o.host }
 
 func (o original) url() string { return o.origin() + o.uri }
 
-// trusted reports whether the peer of r is a configured proxy.
-func (g *Gate) trustedPeer(r *http.Request) bool {
-	if len(g.trusted) == 0 {
-		return false
-	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range g.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
 // original works out the visitor's request. X-Forwarded-Proto, -Host, -Uri
 // and -Method count only from trusted proxies and only when well formed;
 // otherwise the request's own values stand.
@@ -58,7 +35,7 @@ func (g *Gate) original(r *http.Request) original {
 	if r.TLS != nil {
 		o.scheme = "https"
 	}
-	if g.trustedPeer(r) {
+	if g.trusted.FromProxy(r) {
 		o = forwarded(o, r.Header)
 	}
 	if !validHost(o.host) {
@@ -227,15 +204,16 @@ func (g *Gate) decide(ctx context.Context, r *http.Request, room string, o origi
 			return d, nil
 		}
 	}
-	c, err := r.Cookie(SessionCookiePrefix + room)
-	if err != nil || c.Value == "" {
+	// The waiting page's session cookie (or the one the gate set joining).
+	id := admit.SessionID(r, room)
+	if id == "" {
 		if _, err := g.roomConfig(ctx, room); err != nil {
 			return decision{}, err
 		}
 		return decision{}, nil
 	}
 	// The visitor is active and using the app: presence and activity.
-	s, err := g.store.Heartbeat(ctx, room, c.Value, now)
+	s, err := g.store.Heartbeat(ctx, room, id, now)
 	switch code := waitroom.ErrorCode(err); {
 	case err == nil:
 	case code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:
@@ -327,32 +305,4 @@ func setIdentity(h http.Header, c gate.Claims) {
 	h.Set(gate.HeaderSession, c.Session)
 	h.Set(gate.HeaderRoom, c.Room)
 	h.Set(gate.HeaderTicket, strconv.FormatInt(c.Ticket, 10))
-}
-
-// ParseTrustedProxies parses a comma-separated list of CIDR prefixes or
-// single addresses ("127.0.0.1/32, 10.0.0.0/8, ::1"), as a server flag
-// gives it, for Config.TrustedProxies.
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if strings.Contains(f, "/") {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				return nil, fmt.Errorf("gate: trusted proxy %q: %w", f, err)
-			}
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(f)
-		if err != nil {
-			return nil, fmt.Errorf("gate: trusted proxy %q: %w", f, err)
-		}
-		a = a.Unmap()
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
 }

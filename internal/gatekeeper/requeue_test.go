@@ -9,6 +9,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -24,7 +25,7 @@ func TestQueueAllRevokesPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(Config{Store: store, Rooms: newRooms(t, store, nil), Keys: keys, ResyncWindow: time.Nanosecond})
+	g, err := New(Config{Store: store, Rooms: newRooms(t, store, nil), Keys: keys, ResyncWindow: time.Nanosecond, Admit: admit.New(admit.Config{Store: store})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestPassOfSessionEndedBeforeStartIsRefused(t *testing.T) {
 	if _, err := e.mem.Leave(context.Background(), waitroom.DefaultRoom, s.ID, waitroom.ReasonRevoked, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	later, err := New(Config{Store: e.store, Rooms: newRooms(t, e.store, e.clock), Keys: e.keys, Clock: e.clock, TrustedProxies: loopback()})
+	later, err := New(Config{Store: e.store, Rooms: newRooms(t, e.store, e.clock), Keys: e.keys, Clock: e.clock, TrustedProxies: loopback(), Admit: e.admit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/redisstore"
 )
@@ -36,7 +37,7 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	// No resync window: the second gate must learn of the end from the
 	// event alone, not by asking the store.
 	newGate := func(s waitroom.Store) *Gate {
-		g, err := New(Config{Store: s, Rooms: newRooms(t, s, nil), Keys: keys, ResyncWindow: time.Nanosecond})
+		g, err := New(Config{Store: s, Rooms: newRooms(t, s, nil), Keys: keys, ResyncWindow: time.Nanosecond, Admit: admit.New(admit.Config{Store: s})})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,9 @@ import (
 	"github.com/waitroom/waitroom/gate"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
 	"github.com/waitroom/waitroom/internal/roomview"
@@ -44,6 +46,9 @@ type env struct {
 	clock waitroom.Clock
 	keys  *gate.KeySet
 	gate  *Gate
+	// admit is the one admission of the gate, the API and the pages, with
+	// a door, as `waitroom serve` wires it.
+	admit *admit.Admission
 	srv   *httptest.Server
 }
 
@@ -51,13 +56,19 @@ type envConfig struct {
 	room    waitroom.RoomConfig
 	clock   waitroom.Clock
 	gateCfg func(*Config)
+	// admit, when set, changes the admission's Config (its limits).
+	admit func(*admit.Config)
 	// proxy, when set, is mounted at "/" of the waitroom server (the
 	// reverse-proxy mode); otherwise "/" is the API.
 	proxy *ProxyConfig
 }
 
-func loopback() []netip.Prefix {
-	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+func loopback() clientaddr.Trusted {
+	t, err := clientaddr.Parse("127.0.0.0/8, ::1")
+	if err != nil {
+		panic(err)
+	}
+	return t
 }
 
 func newEnv(t testing.TB, ec envConfig) *env {
@@ -79,7 +90,13 @@ func newEnv(t testing.TB, ec envConfig) *env {
 		t.Fatalf("PutRoom: %v", err)
 	}
 	e.rooms = newRooms(t, e.store, ec.clock)
-	cfg := Config{Store: e.store, Rooms: e.rooms, Keys: ks, Clock: ec.clock, TrustedProxies: loopback(), ActivityInterval: time.Second}
+	dr := door.New(e.rooms, []byte("the gate tests' door secret, 32+ bytes"))
+	ac := admit.Config{Store: e.store, Door: dr}
+	if ec.admit != nil {
+		ec.admit(&ac)
+	}
+	e.admit = admit.New(ac)
+	cfg := Config{Store: e.store, Rooms: e.rooms, Keys: ks, Clock: ec.clock, TrustedProxies: loopback(), ActivityInterval: time.Second, Admit: e.admit}
 	if ec.gateCfg != nil {
 		ec.gateCfg(&cfg)
 	}
@@ -112,8 +129,8 @@ func newRooms(t testing.TB, s waitroom.Store, clock waitroom.Clock) *roomview.Vi
 // would mount it.
 func (e *env) serve(proxy *ProxyConfig) *httptest.Server {
 	e.t.Helper()
-	api := httpapi.NewHandler(httpapi.Config{Store: e.store, Rooms: e.rooms, AdminToken: adminToken, Clock: e.clock, Fill: e.gate.Fill})
-	webCfg := web.Config{Store: e.store, Rooms: e.rooms, Clock: e.clock}
+	api := httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Fill: e.gate.Fill, Admit: e.admit})
+	webCfg := web.Config{Store: e.store, Rooms: e.rooms, Clock: e.clock, Admit: e.admit}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		e.t.Fatalf("web.New: %v", err)

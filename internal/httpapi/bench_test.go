@@ -45,7 +45,7 @@ func BenchmarkHandlerSessionGET(b *testing.B) {
 		}
 		id = s.ID
 	}
-	h := httpapi.NewHandler(httpapi.Config{Store: st})
+	h := httpapi.NewHandler(httpapi.Config{Store: st, Admit: admission(b, st, nil, nil)})
 	versusHello(b, "session", h, func() *http.Request {
 		return httptest.NewRequest(http.MethodGet, "/v1/rooms/r/sessions/"+id, nil)
 	})
@@ -97,7 +97,7 @@ func BenchmarkHandlerJoinPOST(b *testing.B) {
 	defer est.Close()
 	hub := push.New(st, push.Options{Fill: est.Fill})
 	defer hub.Close()
-	h := httpapi.NewHandler(httpapi.Config{Store: st, Hub: hub, Fill: est.Fill})
+	h := httpapi.NewHandler(httpapi.Config{Store: st, Hub: hub, Fill: est.Fill, Admit: admission(b, st, nil, nil)})
 	versusHello(b, "join", h, func() *http.Request {
 		return httptest.NewRequest(http.MethodPost, "/v1/rooms/r/sessions", http.NoBody)
 	})

@@ -40,7 +40,7 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	e.stats = roomstats.New(e.store, e.store, roomstats.Options{Clock: e.clock, Sample: -1})
 	cons := console.New(console.Options{AdminToken: adminToken, Ledger: e.store, Clock: e.clock})
 	api := httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: prometheus.NewRegistry(),
-		Console: cons, Stats: e.stats})
+		Console: cons, Stats: e.stats, Admit: admission(t, e.store, e.clock, nil)})
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, cons.Handler())
 	mux.Handle("/", api)

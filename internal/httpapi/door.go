@@ -18,7 +18,7 @@ func (s *server) challenge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.door.Challenge(r.Context(), room, s.proxies.Client(r), s.now())
+	ch, err := s.door.Challenge(r.Context(), room, s.admit.Client(r), s.now())
 	if err != nil {
 		return err
 	}

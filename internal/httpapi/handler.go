@@ -9,7 +9,6 @@ package httpapi
 
 import (
 	"cmp"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,12 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/door"
-	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/roomstats"
-	"github.com/waitroom/waitroom/internal/roomview"
 )
 
 // Config holds what the handler needs.
@@ -65,21 +62,14 @@ type Config struct {
 	// between 1s and 15s.
 	StreamPresence time.Duration
 
-	// JoinLimit limits joins per client address (IPv6 per /64); over it a
-	// join answers 429 rate_limited with Retry-After. nil means no limit in
-	// this handler: `waitroom serve` makes limit.NewLimiter(120, 120, 0) by
-	// default (--join-limit, 0 disables). Give the waiting page the same
-	// Limiter so both ways of joining draw from one allowance. Joins that
-	// carry the admin token (a trusted backend joining for its users) are
-	// never limited.
-	JoinLimit *limit.Limiter
-	// TrustedProxies are the proxies whose X-Forwarded-For names the client
-	// for JoinLimit; empty means the client is the connection's peer.
-	TrustedProxies clientaddr.Trusted
-	// MaxSessionsPerRoom caps the live (waiting and active) sessions of a
-	// room; a join beyond it answers 503 room_full with Retry-After. 0 means
-	// no cap. Existing sessions are never affected.
-	MaxSessionsPerRoom int
+	// Admit is the admission every join goes through: the door (invites
+	// and proof-of-work challenges, whose challenges and invites this
+	// handler also hands out), the per-address rate (which joins carrying
+	// the admin token skip), the memory guard and the cap on live sessions
+	// per room. Give the waiting page and the gate the same one, so every
+	// way of joining draws from one allowance. It is required, with a door.
+	Admit *admit.Admission
+
 	// Ledger keeps the audit log of operator actions (and what the console
 	// shows); nil means the Store's own when it implements waitroom.Ledger.
 	Ledger waitroom.Ledger
@@ -97,18 +87,6 @@ type Config struct {
 	// (the console's live stream shows them).
 	OnAudit func(waitroom.AuditEntry)
 
-	// Rooms is the room view over Store that the join cap
-	// (MaxSessionsPerRoom) and a door made here read rooms from. nil makes
-	// one that lives as long as the process; servers pass the one their
-	// door, gate and pages share, and close it on shutdown.
-	Rooms *roomview.View
-
-	// Door checks invites and proof-of-work challenges before a join
-	// reaches the store (package door). nil makes one over Rooms with a
-	// random secret, which suits one process only: servers sharing a
-	// store must share the secret, so `waitroom serve` passes its own.
-	Door *door.Door
-
 	// AllowPrivateWebhooks lets webhooks point at loopback and private
 	// addresses (serve --webhook-allow-private); off, such URLs are
 	// refused with 400 (SSRF).
@@ -116,16 +94,13 @@ type Config struct {
 	// OnWebhooks, when set, is told when deliveries may have become due
 	// outside a store change (a replay), to wake the deliverer.
 	OnWebhooks func()
-
-	// MemoryGuard, when set, makes joins answer 503 room_full while the
-	// process uses more memory than its limit (limit.NewMemoryGuard); nil
-	// means no guard. Existing sessions keep being served.
-	MemoryGuard *limit.MemoryGuard
 }
 
 // server is the http.Handler NewHandler returns.
 type server struct {
-	proxies  clientaddr.Trusted // whose X-Forwarded-For names the client
+	// admit makes new sessions; door is its door, which hands out
+	// challenges and invites.
+	admit    *admit.Admission
 	door     *door.Door
 	hub      *push.Hub
 	fill     func(s *waitroom.Session, now time.Time)
@@ -143,10 +118,8 @@ type server struct {
 	allowPrivateHooks bool
 	onHooks           func()
 	stats             *roomstats.Recorder
-	// joins is the check a new session goes through (rate, memory, cap).
-	joins   *limit.Joins
-	mux     *http.ServeMux
-	metrics http.Handler
+	mux               *http.ServeMux
+	metrics           http.Handler
 	// durations is the request duration histogram; observers caches its
 	// series (see instrument.go).
 	durations *prometheus.HistogramVec
@@ -158,8 +131,8 @@ type server struct {
 	observers  atomic.Pointer[map[obsKey]prometheus.Observer]
 }
 
-// NewHandler returns the handler of the whole API. It panics if cfg.Store is
-// nil, since no request could be served.
+// NewHandler returns the handler of the whole API. It panics if cfg.Store or
+// cfg.Admit is nil, since no request (or no join) could be served.
 func NewHandler(cfg Config) http.Handler {
 	if cfg.Store == nil {
 		panic("httpapi: Config.Store is nil")
@@ -179,20 +152,15 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Stats == nil && cfg.Ledger != nil {
 		cfg.Stats = roomstats.New(cfg.Store, cfg.Ledger, roomstats.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
-	if cfg.Rooms == nil {
-		cfg.Rooms = roomview.New(roomview.Config{Store: cfg.Store, Clock: cfg.Clock})
-	}
-	if cfg.Door == nil {
-		secret := make([]byte, 32)
-		_, _ = rand.Read(secret)
-		cfg.Door = door.New(cfg.Rooms, secret)
+	if cfg.Admit == nil || cfg.Admit.Door() == nil {
+		panic("httpapi: Config.Admit is nil or has no door: every join goes through it, and the challenge and invite endpoints hand out its door's")
 	}
 	if cfg.Hub == nil {
 		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
-		proxies:           cfg.TrustedProxies,
-		door:              cfg.Door,
+		admit:             cfg.Admit,
+		door:              cfg.Admit.Door(),
 		hub:               cfg.Hub,
 		fill:              cfg.Fill,
 		beat:              cmp.Or(cfg.StreamHeartbeat, streamHeartbeat),
@@ -217,13 +185,6 @@ func NewHandler(cfg Config) http.Handler {
 		durations: requestDurations(cfg.Registry, cfg.Logger),
 	}
 	openStreams(cfg.Registry, cfg.Logger, &s.streams)
-	s.joins = &limit.Joins{
-		Rate:               cfg.JoinLimit,
-		Proxies:            cfg.TrustedProxies,
-		MaxSessionsPerRoom: max(cfg.MaxSessionsPerRoom, 0),
-		Rooms:              cfg.Rooms,
-		Memory:             cfg.MemoryGuard,
-	}
 	s.routes()
 	return s
 }

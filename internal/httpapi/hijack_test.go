@@ -80,7 +80,7 @@ func TestStreamOverHTTP2(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	hub := push.New(store, push.Options{Interval: 10 * time.Millisecond, Clock: clock})
-	h := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub})
+	h := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub, Admit: admission(t, store, clock, nil)})
 	srv := httptest.NewUnstartedServer(checked(t, h))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
@@ -134,7 +134,7 @@ func TestMaxStreams(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	hub := push.New(store, push.Options{Interval: 10 * time.Millisecond, Clock: clock})
-	srv := httptest.NewServer(checked(t, httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub, MaxStreams: 1})))
+	srv := httptest.NewServer(checked(t, httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Clock: clock, Hub: hub, MaxStreams: 1, Admit: admission(t, store, clock, nil)})))
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	ctx := context.Background()
 	if _, _, err := store.PutRoom(ctx, "r", waitingRoom(0), clock.Now()); err != nil {

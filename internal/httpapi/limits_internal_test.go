@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -23,7 +26,10 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	t.Cleanup(func() { bodyReadTimeout = old })
 	st := memstore.New()
 	defer st.Close()
-	h := NewHandler(Config{Store: st, AdminToken: "t"})
+	rooms := roomview.New(roomview.Config{Store: st})
+	dr := door.New(rooms, []byte("the slow body test's door secret, 32+ bytes"))
+	defer rooms.Close()
+	h := NewHandler(Config{Store: st, AdminToken: "t", Admit: admit.New(admit.Config{Store: st, Door: dr})})
 	req := httptest.NewRequest("PUT", "/v1/rooms/r", nil)
 	req.Header.Set("Authorization", "Bearer t")
 	rec := httptest.NewRecorder()

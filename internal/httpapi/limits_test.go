@@ -17,13 +17,13 @@ import (
 	"github.com/waitroom/waitroom/memstore"
 )
 
-// newEnvWith is newEnv with changes to the handler's Config.
-func newEnvWith(t testing.TB, change func(*httpapi.Config)) *env {
+// newEnvWith is newEnv with join limits: change sets them.
+func newEnvWith(t testing.TB, change func(*limit.Joins)) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	cfg := httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg}
-	change(&cfg)
-	e.raw = httpapi.NewHandler(cfg)
+	joins := &limit.Joins{}
+	change(joins)
+	e.raw = httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg, Admit: admission(t, e.store, e.clock, joins)})
 	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
@@ -68,8 +68,8 @@ func wantRefusal(t *testing.T, what string, rec *httptest.ResponseRecorder, stat
 }
 
 func TestJoinLimitPerAddress(t *testing.T) {
-	e := newEnvWith(t, func(c *httpapi.Config) {
-		c.JoinLimit = limit.NewLimiter(limit.DefaultPerMinute, limit.DefaultBurst, 0)
+	e := newEnvWith(t, func(c *limit.Joins) {
+		c.Rate = limit.NewLimiter(limit.DefaultPerMinute, limit.DefaultBurst, 0)
 	})
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1}`)
 	for i := range 120 {
@@ -109,7 +109,7 @@ func TestJoinLimitPerAddress(t *testing.T) {
 }
 
 func TestJoinLimitRetryAfterWholeSeconds(t *testing.T) {
-	e := newEnvWith(t, func(c *httpapi.Config) { c.JoinLimit = limit.NewLimiter(7, 1, 0) })
+	e := newEnvWith(t, func(c *limit.Joins) { c.Rate = limit.NewLimiter(7, 1, 0) })
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", "")
 	e.joinFrom("192.0.2.1:1", "", "", "")
 	// 60s/7 = 8.57s until the next token: rounded up to 9.
@@ -123,7 +123,7 @@ func TestJoinLimitRetryAfterWholeSeconds(t *testing.T) {
 }
 
 func TestJoinLimitIPv6PerSlash64(t *testing.T) {
-	e := newEnvWith(t, func(c *httpapi.Config) { c.JoinLimit = limit.NewLimiter(60, 2, 0) })
+	e := newEnvWith(t, func(c *limit.Joins) { c.Rate = limit.NewLimiter(60, 2, 0) })
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", "")
 	for _, a := range []string{"[2001:db8:0:1::1]:1", "[2001:db8:0:1:abcd::2]:1"} {
 		if rec := e.joinFrom(a, "", "", ""); rec.Code != http.StatusCreated {
@@ -141,9 +141,9 @@ func TestJoinLimitTrustedProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWith(t, func(c *httpapi.Config) {
-		c.JoinLimit = limit.NewLimiter(60, 1, 0)
-		c.TrustedProxies = proxies
+	e := newEnvWith(t, func(c *limit.Joins) {
+		c.Rate = limit.NewLimiter(60, 1, 0)
+		c.Proxies = proxies
 	})
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", "")
 	// Two clients behind the same proxy chain have their own allowances.
@@ -162,8 +162,9 @@ func TestJoinLimitTrustedProxies(t *testing.T) {
 	wantRefusal(t, "untrusted peer naming a fresh address", e.joinFrom("192.0.2.9:1", "198.51.100.4", "", ""), http.StatusTooManyRequests, waitroom.CodeRateLimited, "1")
 }
 
-// TestJoinLimitOffWithoutLimiter documents the library default: a Config
-// without JoinLimit does not limit (the server turns the limit on).
+// TestJoinLimitOffWithoutLimiter documents the library default: an
+// admission without join limits does not limit (the server turns the limit
+// on).
 func TestJoinLimitOffWithoutLimiter(t *testing.T) {
 	e := newEnv(t)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", "")
@@ -175,7 +176,7 @@ func TestJoinLimitOffWithoutLimiter(t *testing.T) {
 }
 
 func TestMaxSessionsPerRoom(t *testing.T) {
-	e := newEnvWith(t, func(c *httpapi.Config) { c.MaxSessionsPerRoom = 3 })
+	e := newEnvWith(t, func(c *limit.Joins) { c.MaxSessionsPerRoom = 3 })
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1,"waiting_timeout":"0s"}`)
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/other", "")
 	var ids []string
@@ -205,8 +206,8 @@ func TestMaxSessionsPerRoom(t *testing.T) {
 func TestMemoryGuardRefusesJoins(t *testing.T) {
 	var used atomic.Uint64
 	used.Store(100)
-	e := newEnvWith(t, func(c *httpapi.Config) {
-		c.MemoryGuard = limit.NewMemoryGuard(1000, used.Load)
+	e := newEnvWith(t, func(c *limit.Joins) {
+		c.Memory = limit.NewMemoryGuard(1000, used.Load)
 	})
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1}`)
 	s := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // joinRequest is the optional body of a join.
@@ -37,52 +38,14 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// A caller with the admin token is a trusted backend joining on behalf
-	// of its users, often all from one address: the per-address limit is not
-	// for it (the caps on memory and sessions are).
+	// of its users (see admit.Request.Trusted).
 	trusted := false
 	if _, ok := r.Header["Authorization"]; ok {
 		trusted = s.admin.check(r) == nil
 	}
-	key := ""
-	if req.Key != nil {
-		// Anyone could otherwise claim someone else's identity.
-		if !trusted {
-			return waitroom.Errorf(waitroom.CodeUnauthorized, "Joining with a key needs the admin token (Authorization: Bearer <token>).")
-		}
-		if err := waitroom.CheckKey(*req.Key); err != nil {
-			return err
-		}
-		key = *req.Key
-	}
-	contact := ""
-	if req.Contact != nil {
-		// A held place needs no presence and reserves a slot when its turn
-		// comes: only a trusted backend that will tell its person may ask.
-		if !trusted {
-			return waitroom.Errorf(waitroom.CodeUnauthorized, "A held join (contact) needs the admin token (Authorization: Bearer <token>): only a trusted backend holds places for people.")
-		}
-		if err := waitroom.CheckContact(*req.Contact); err != nil {
-			return err
-		}
-		contact = *req.Contact
-	}
 	now := s.now()
-	// The door first: a join it refuses costs the address none of its
-	// allowance, and its checks cost microseconds.
-	jr, err := s.door.Admit(r.Context(), room, s.proxies.Client(r), key, req.Invite, req.Challenge, now)
-	if err != nil {
-		return err
-	}
-	jr.Contact = contact
-	if trusted {
-		err = s.joins.CheckCaps(r.Context(), room, now)
-	} else {
-		err = s.joins.Check(r.Context(), r, room, now)
-	}
-	if err != nil {
-		return err
-	}
-	sess, err := s.store.JoinWith(r.Context(), room, jr, now)
+	sess, err := s.admit.Enter(r, admit.Request{Room: room, Key: req.Key, Contact: req.Contact,
+		Invite: req.Invite, Challenge: req.Challenge, Trusted: trusted}, now)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
 
@@ -47,6 +51,7 @@ func newEnv(t testing.TB) *env {
 		AdminToken: adminToken,
 		Clock:      e.clock,
 		Registry:   e.reg,
+		Admit:      admission(t, e.store, e.clock, nil),
 	})
 	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
@@ -55,6 +60,20 @@ func newEnv(t testing.TB) *env {
 		_ = e.store.Close()
 	})
 	return e
+}
+
+// admission is the admission a server gives its API: over st, with a door
+// and the limits joins (nil for none), both reading rooms through one room
+// view on clock (nil for the system's).
+func admission(t testing.TB, st waitroom.Store, clock waitroom.Clock, joins *limit.Joins) *admit.Admission {
+	t.Helper()
+	rooms := roomview.New(roomview.Config{Store: st, Clock: clock})
+	t.Cleanup(rooms.Close)
+	if joins != nil && joins.Rooms == nil {
+		joins.Rooms = rooms
+	}
+	dr := door.New(rooms, []byte("the httpapi tests' door secret, 32+ bytes"))
+	return admit.New(admit.Config{Store: st, Door: dr, Joins: joins})
 }
 
 // checked wraps an API handler so that every answer it writes, to any

@@ -41,7 +41,7 @@ func newStreamEnv(t *testing.T, cfg waitroom.RoomConfig) *streamEnv {
 	e.hub = push.New(e.store, push.Options{Interval: 10 * time.Millisecond, Clock: e.clock})
 	e.reg = prometheus.NewRegistry()
 	h := checked(t, httpapi.NewHandler(httpapi.Config{
-		Store: e.store, AdminToken: adminToken, Clock: e.clock, Hub: e.hub, Registry: e.reg,
+		Store: e.store, AdminToken: adminToken, Clock: e.clock, Hub: e.hub, Registry: e.reg, Admit: admission(t, e.store, e.clock, nil),
 		StreamHeartbeat: 50 * time.Millisecond, StreamPresence: 20 * time.Millisecond,
 	}))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,12 +15,15 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/apierror"
 	"github.com/waitroom/waitroom/internal/console"
+	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/openapi"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -224,7 +227,11 @@ func TestEveryErrorCodeWithItsStatus(t *testing.T) {
 }
 
 func TestServedByteForByte(t *testing.T) {
-	h := httpapi.NewHandler(httpapi.Config{Store: memstore.New()})
+	store := memstore.New()
+	rooms := roomview.New(roomview.Config{Store: store})
+	dr := door.New(rooms, []byte("a test door secret of 32 bytes or more"))
+	defer rooms.Close()
+	h := httpapi.NewHandler(httpapi.Config{Store: store, Admit: admit.New(admit.Config{Store: store, Door: dr})})
 	srv := httptest.NewServer(openapitest.Handler(t, h))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + openapi.Path)

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/browsertest"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -661,7 +662,7 @@ func TestBrowserDropCountdownAndDraw(t *testing.T) {
 
 	// The draw: the operator clears opens_at, which draws at once.
 	mustEval[bool](p, `window.stillTheSamePage = true`)
-	id := p.cookie(s.srv.URL, web.CookieName("drop"))
+	id := p.cookie(s.srv.URL, admit.CookieName("drop"))
 	s.putRoom("drop", config(0, "/target/"))
 	if !p.waitUntil(5*time.Second, visible(`[data-waitroom="position"]`)) {
 		t.Fatalf("the drawn place is not shown 5s after the draw; countdown %q", p.text(`[data-waitroom="countdown"]`))

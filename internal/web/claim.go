@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // The claim page of a held place (waitroom.ClaimPath): a trusted backend
@@ -79,7 +80,7 @@ func (h *Handler) claim(w http.ResponseWriter, r *http.Request) {
 	var e *waitroom.Error
 	switch {
 	case err == nil:
-		h.setCookie(w, r, room, s.ID)
+		admit.SetCookie(w, room, s.ID, h.secureCookie(r))
 		http.Redirect(w, r, PagePrefix+url.PathEscape(room), http.StatusSeeOther)
 	case errors.As(err, &e) && e.Code == waitroom.CodeNotInvited && e.Session != nil:
 		h.claimState(w, r, lang, *e.Session, now, true)

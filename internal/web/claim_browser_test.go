@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // TestBrowserClaimHeldPlace: a browser whose cookie names a held place
@@ -37,7 +37,7 @@ func TestBrowserClaimHeldPlace(t *testing.T) {
 		t.Fatalf("held place: %s, want waiting", held.Status)
 	}
 	err := ada.do(5*time.Second, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: web.CookieName("held"), Value: held.ID, URL: s.srv.URL + "/"})
+		_, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: admit.CookieName("held"), Value: held.ID, URL: s.srv.URL + "/"})
 		return err
 	}))
 	if err != nil {
@@ -52,7 +52,7 @@ func TestBrowserClaimHeldPlace(t *testing.T) {
 	}
 
 	// The blocker's slot frees: the page turns into the claim page.
-	s.leave("held", blocker.cookie(s.srv.URL, web.CookieName("held")))
+	s.leave("held", blocker.cookie(s.srv.URL, admit.CookieName("held")))
 	if !ada.waitUntil(5*time.Second, `!!document.querySelector('[data-claim="button"]')`) {
 		t.Fatalf("ada: no claim button within 5s of the turn; page %s: %q", ada.path(), ada.text("main"))
 	}
@@ -84,7 +84,7 @@ func TestBrowserClaimHeldPlace(t *testing.T) {
 	if !other.waitUntil(5*time.Second, `location.pathname === "/target/"`) {
 		t.Fatalf("other: on %s after the click, want the target", other.path())
 	}
-	if got := other.cookie(s.srv.URL, web.CookieName("held")); got != second.ID {
+	if got := other.cookie(s.srv.URL, admit.CookieName("held")); got != second.ID {
 		t.Errorf("other: room cookie %q, want the claimed place", got)
 	}
 	for _, p := range []*person{blocker, ada, other} {

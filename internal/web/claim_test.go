@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
@@ -92,7 +93,7 @@ func TestClaimFlow(t *testing.T) {
 	}
 
 	// Its turn: the button.
-	s.leave("h", s.cookie(first, web.CookieName("h")))
+	s.leave("h", s.cookie(first, admit.CookieName("h")))
 	inv := s.status("h", held.ID)
 	if inv.Status != waitroom.StatusInvited {
 		t.Fatalf("held place after the slot freed: %s, want invited", inv.Status)
@@ -130,7 +131,7 @@ func TestClaimFlow(t *testing.T) {
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/h" {
 		t.Fatalf("claim: %d Location %q, want 303 to /r/h", r.status, r.header.Get("Location"))
 	}
-	if got := s.cookie(person, web.CookieName("h")); got != held.ID {
+	if got := s.cookie(person, admit.CookieName("h")); got != held.ID {
 		t.Fatalf("after the claim the room's cookie is %q, want the held session", got)
 	}
 	if got := s.status("h", held.ID); got.Status != waitroom.StatusActive {
@@ -147,8 +148,8 @@ func TestClaimFlow(t *testing.T) {
 		t.Fatalf("claim page of a claimed place: %d, want 200 \"You're in\" with a Continue button:\n%s", r.status, r.body)
 	}
 	again := s.visitor()
-	if r = s.do(again, http.MethodPost, path); r.status != http.StatusSeeOther || s.cookie(again, web.CookieName("h")) != held.ID {
-		t.Fatalf("claim of a claimed place: %d, cookie %q; want 303 and the cookie", r.status, s.cookie(again, web.CookieName("h")))
+	if r = s.do(again, http.MethodPost, path); r.status != http.StatusSeeOther || s.cookie(again, admit.CookieName("h")) != held.ID {
+		t.Fatalf("claim of a claimed place: %d, cookie %q; want 303 and the cookie", r.status, s.cookie(again, admit.CookieName("h")))
 	}
 }
 
@@ -252,7 +253,7 @@ func TestWaitingPageOffersTheClaim(t *testing.T) {
 	held := s.hold("h", "c")
 	c := s.visitor()
 	u, _ := url.Parse(s.srv.URL)
-	c.Jar.SetCookies(u, []*http.Cookie{{Name: web.CookieName("h"), Value: held.ID, Path: "/"}})
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: admit.CookieName("h"), Value: held.ID, Path: "/"}})
 	r := s.get(c, "/r/h")
 	if r.status != http.StatusOK || !strings.Contains(r.body, "<h1>It’s your turn</h1>") || !strings.Contains(r.body, claimForm("h", held.ID)) {
 		t.Fatalf("waiting page of an invited place: %d, want 200 with the claim button:\n%s", r.status, r.body)

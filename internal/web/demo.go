@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // demoPage is what the demo app's template receives.
@@ -34,12 +35,12 @@ func (h *Handler) demoApp(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	lang := pickLanguage(r.Header.Get("Accept-Language"))
 	waitingURL := PagePrefix + DemoRoom
-	c, err := r.Cookie(CookieName(DemoRoom))
-	if err != nil || c.Value == "" {
+	id := admit.SessionID(r, DemoRoom)
+	if id == "" {
 		http.Redirect(w, r, waitingURL, http.StatusSeeOther)
 		return
 	}
-	s, err := h.store.Heartbeat(r.Context(), DemoRoom, c.Value, h.clock.Now())
+	s, err := h.store.Heartbeat(r.Context(), DemoRoom, id, h.clock.Now())
 	switch code := waitroom.ErrorCode(err); {
 	case err == nil && s.Status == waitroom.StatusActive:
 	case err == nil, code == waitroom.CodeSessionNotFound, code == waitroom.CodeInvalidSessionID:

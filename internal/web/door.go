@@ -1,18 +1,15 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"html/template"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/apierror"
-	"github.com/waitroom/waitroom/internal/clientaddr"
 )
 
 // The door of a room that asks for an invite or a solved proof-of-work
@@ -36,11 +33,6 @@ type doorData struct {
 	Worker       template.URL
 	Style        template.URL
 	Nonce        string
-}
-
-// guarded reports whether a visitor without a live session meets the door.
-func guarded(cfg waitroom.RoomConfig) bool {
-	return cfg.InviteOnly || cfg.Challenge == waitroom.ChallengePoW
 }
 
 // doorPage writes the door of room; msg is the reason a join was refused.
@@ -98,12 +90,13 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 	if solution == "" {
 		solution = r.PostForm.Get("altcha") // the ALTCHA widget's field
 	}
-	s, err := h.enter(ctx, r, room, invite, solution, now)
+	s, err := h.admit.Enter(r, admit.Request{Room: room, Invite: invite, Challenge: solution, Cookie: w, Secure: h.secureCookie(r)}, now)
 	var e *waitroom.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &e) && e.Code == waitroom.CodeAlreadyJoined && e.Session != nil:
 		s = *e.Session // the invite's key is in line already: that place is theirs
+		admit.SetCookie(w, room, s.ID, h.secureCookie(r))
 	case errors.As(err, &e) && e.Message != "" && doorRefusal(e.Code):
 		h.doorPage(w, r, lang, room, *snap.Config, apierror.Status(e.Code), e.Message)
 		return
@@ -114,26 +107,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 	if live && old.ID != s.ID {
 		_, _ = h.store.Leave(ctx, room, old.ID, waitroom.ReasonLeft, now)
 	}
-	h.setCookie(w, r, room, s.ID)
 	http.Redirect(w, r, "/r/"+url.PathEscape(room), http.StatusSeeOther)
-}
-
-// enter joins through the door.
-func (h *Handler) enter(ctx context.Context, r *http.Request, room, invite, solution string, t time.Time) (waitroom.Session, error) {
-	req, err := h.door.Admit(ctx, room, h.client(r), "", invite, solution, t)
-	if err != nil {
-		return waitroom.Session{}, err
-	}
-	return h.joinLine(ctx, r, room, req, t)
-}
-
-// client is r's client address: the one the join limit saw (behind its
-// trusted proxies), else the connection's peer.
-func (h *Handler) client(r *http.Request) netip.Addr {
-	if h.joins != nil {
-		return h.joins.Proxies.Client(r)
-	}
-	return clientaddr.Peer(r)
 }
 
 // inviteToken takes the token out of what a visitor pasted: the token

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // admin sends an admin API request with a JSON body, fails the test
@@ -82,7 +82,7 @@ func TestDropPreQueuePage(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("pre-queue page: status %d, want 200:\n%s", r.status, r.body)
 	}
-	id := s.cookie(v, web.CookieName("drop"))
+	id := s.cookie(v, admit.CookieName("drop"))
 	if sid, err := waitroom.ParseSessionID(id); err != nil || sid.Entry == 0 {
 		t.Fatalf("the page's session %q (%+v, %v) is not a pre-queue entry", id, sid, err)
 	}
@@ -135,7 +135,7 @@ func TestDropPreQueuePage(t *testing.T) {
 	// the page then shows it, and says it was drawn.
 	s.putRoom("drop", config(0, "/target/"))
 	r = s.get(v, "/r/drop")
-	if s.cookie(v, web.CookieName("drop")) != id {
+	if s.cookie(v, admit.CookieName("drop")) != id {
 		t.Fatalf("after the draw the page gave the visitor a new session")
 	}
 	got, err := s.store.Session(context.Background(), "drop", id, time.Now())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -51,14 +52,14 @@ func FuzzPageRequest(f *testing.F) {
 	if err != nil || live.Status != waitroom.StatusActive {
 		f.Fatalf("setup join: %+v, %v; want an active session", live, err)
 	}
-	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock})
+	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock, Admit: admits(st)})
 	f.Fuzz(func(t *testing.T, returnTo, cookie, lang, proto string, useLive bool) {
 		req := httptest.NewRequest("GET", "/r/shop?return_to="+url.QueryEscape(returnTo), nil)
 		if useLive {
 			cookie = live.ID
 		}
 		if cookie != "" {
-			req.Header.Set("Cookie", web.CookieName("shop")+"="+cookie)
+			req.Header.Set("Cookie", admit.CookieName("shop")+"="+cookie)
 		}
 		if lang != "" {
 			req.Header.Set("Accept-Language", lang)
@@ -81,7 +82,7 @@ func FuzzPageRequest(f *testing.F) {
 			}
 		}
 		for _, c := range rec.Result().Cookies() {
-			if c.Name != web.CookieName("shop") {
+			if c.Name != admit.CookieName("shop") {
 				continue
 			}
 			wantSecure := strings.EqualFold(proto, "https")
@@ -127,7 +128,7 @@ func FuzzClaimRequest(f *testing.F) {
 	if err != nil || held.Status != waitroom.StatusInvited {
 		f.Fatalf("setup: %+v, %v; want an invited place", held, err)
 	}
-	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock})
+	h := web.NewHandler(web.Config{Store: st, Rooms: newRooms(f, st), Clock: clock, Admit: admits(st)})
 	f.Fuzz(func(t *testing.T, post bool, id, lang string, useHeld, head bool) {
 		if useHeld {
 			id = held.ID
@@ -162,7 +163,7 @@ func FuzzClaimRequest(f *testing.F) {
 			}
 			var named bool
 			for _, c := range rec.Result().Cookies() {
-				if c.Name == web.CookieName("h") {
+				if c.Name == admit.CookieName("h") {
 					named = c.Value == held.ID && c.HttpOnly && c.SameSite == http.SameSiteLaxMode && c.Path == "/"
 				}
 			}

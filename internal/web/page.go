@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
 	"html"
 	"html/template"
 	"net/http"
@@ -14,14 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 )
-
-// CookiePrefix starts the name of the cookie that holds a visitor's session
-// id for one room: waitroom-sid-<room>.
-const CookiePrefix = "waitroom-sid-"
-
-// CookieName returns the name of room's session cookie.
-func CookieName(room string) string { return CookiePrefix + room }
 
 // Refresh bounds, in seconds, for the no-JavaScript reload of a waiting page.
 const (
@@ -294,19 +289,16 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.clock.Now()
-	if h.door != nil && guarded(cfg) {
-		if _, ok, err := h.current(ctx, r, room, true, now); err == nil && !ok {
-			h.doorPage(w, r, lang, room, cfg, http.StatusOK, "")
-			return
-		}
+	s, err := h.resume(w, r, room, true, now)
+	if errors.Is(err, admit.ErrGuarded) {
+		// A room with a door and a visitor without a live session: the
+		// door asks for the invite or the proof of work.
+		h.doorPage(w, r, lang, room, cfg, http.StatusOK, "")
+		return
 	}
-	s, joined, err := h.resume(ctx, r, room, true, now)
 	if err != nil {
 		h.storeError(w, r, lang, room, err)
 		return
-	}
-	if joined {
-		h.setCookie(w, r, room, s.ID)
 	}
 	if s.Status == waitroom.StatusInvited {
 		// A held place whose turn came, opened on the room's page: its
@@ -336,56 +328,36 @@ func (h *Handler) rejoin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if h.door != nil {
-		// A room with a door: back to the page, whose door asks again.
-		if guarded, err := h.door.Guarded(r.Context(), room, h.clock.Now()); err != nil || guarded {
-			if err != nil {
-				h.storeError(w, r, lang, room, err)
-				return
-			}
-			http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
-			return
-		}
-	}
-	s, joined, err := h.resume(r.Context(), r, room, false, h.clock.Now())
-	if err != nil {
+	_, err := h.resume(w, r, room, false, h.clock.Now())
+	if err != nil && !errors.Is(err, admit.ErrGuarded) {
 		h.storeError(w, r, lang, room, err)
 		return
 	}
-	if joined {
-		h.setCookie(w, r, room, s.ID)
-	}
+	// Joined, kept, or (a room with a door) back to the page, whose door
+	// asks again.
 	http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
 }
 
 // resume returns the visitor's session: the one named by the room's cookie
 // while it is live (or, when keepServed, served: its page says it is their
-// turn), else a new one. joined says a new session was made.
-func (h *Handler) resume(ctx context.Context, r *http.Request, room string, keepServed bool, now time.Time) (s waitroom.Session, joined bool, err error) {
-	if s, ok, err := h.current(ctx, r, room, keepServed, now); ok || err != nil {
-		return s, false, err
+// turn), else a new one, whose cookie is set on w. In a room with a door
+// nobody new joins here: the answer is then admit.ErrGuarded, and the door
+// asks for its invite or proof of work (see join).
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, room string, keepServed bool, now time.Time) (waitroom.Session, error) {
+	if s, ok, err := h.current(r.Context(), r, room, keepServed, now); ok || err != nil {
+		return s, err
 	}
-	s, err = h.joinLine(ctx, r, room, waitroom.JoinRequest{}, now)
-	return s, err == nil, err
-}
-
-// joinLine makes a new session for req, within the join limits the API
-// shares.
-func (h *Handler) joinLine(ctx context.Context, r *http.Request, room string, req waitroom.JoinRequest, now time.Time) (waitroom.Session, error) {
-	if err := h.joins.Check(ctx, r, room, now); err != nil {
-		return waitroom.Session{}, err
-	}
-	return h.store.JoinWith(ctx, room, req, now)
+	return h.admit.Enter(r, admit.Request{Room: room, StopAtDoor: true, Cookie: w, Secure: h.secureCookie(r)}, now)
 }
 
 // current returns the session named by the room's cookie while it is live
 // (or, when keepServed, served); ok is false when there is none.
 func (h *Handler) current(ctx context.Context, r *http.Request, room string, keepServed bool, now time.Time) (s waitroom.Session, ok bool, err error) {
-	c, cerr := r.Cookie(CookieName(room))
-	if cerr != nil || c.Value == "" {
+	id := admit.SessionID(r, room)
+	if id == "" {
 		return s, false, nil
 	}
-	s, err = h.store.Session(ctx, room, c.Value, now)
+	s, err = h.store.Session(ctx, room, id, now)
 	switch code := waitroom.ErrorCode(err); {
 	case err == nil && (s.Status.Live() || (keepServed && s.Status == waitroom.StatusServed)):
 		return s, true, nil
@@ -396,18 +368,9 @@ func (h *Handler) current(ctx context.Context, r *http.Request, room string, kee
 	}
 }
 
-// setCookie stores the session id for the room. HttpOnly keeps it from
-// scripts, SameSite=Lax from other sites' requests; Secure over TLS.
-func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, room, id string) {
-	http.SetCookie(w, &http.Cookie{
-		Name:     CookieName(room),
-		Value:    id,
-		Path:     "/",
-		HttpOnly: true,
-		SameSite: http.SameSiteLaxMode,
-		Secure:   h.secure || isTLS(r),
-	})
-}
+// secureCookie reports whether the session cookie set in answer to r is
+// Secure: always with Config.Secure, else when r came over TLS.
+func (h *Handler) secureCookie(r *http.Request) bool { return h.secure || isTLS(r) }
 
 // isTLS reports whether r came over HTTPS, directly or through a proxy
 // that says so.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/memstore"
@@ -59,7 +60,7 @@ func TestPageWorksWithoutJavaScript(t *testing.T) {
 	}
 
 	// A reload (what the meta refresh does) keeps the same session and place.
-	id := s.cookie(second, web.CookieName("shop"))
+	id := s.cookie(second, admit.CookieName("shop"))
 	r = s.get(second, "/r/shop")
 	if got := between(r.body, `data-waitroom="position">`, "<"); got != "1" {
 		t.Errorf("second visitor after a reload: position %q, want 1", got)
@@ -67,7 +68,7 @@ func TestPageWorksWithoutJavaScript(t *testing.T) {
 	if r.header.Get("Set-Cookie") != "" {
 		t.Errorf("a reload set a cookie again: %q", r.header.Get("Set-Cookie"))
 	}
-	if got := s.cookie(second, web.CookieName("shop")); got != id {
+	if got := s.cookie(second, admit.CookieName("shop")); got != id {
 		t.Errorf("the session cookie changed on a reload: %q, then %q", id, got)
 	}
 	if _, reads := s.store.count(id); reads < 1 {
@@ -75,7 +76,7 @@ func TestPageWorksWithoutJavaScript(t *testing.T) {
 	}
 
 	// The first leaves; the second's next load redirects to the target.
-	s.leave("shop", s.cookie(first, web.CookieName("shop")))
+	s.leave("shop", s.cookie(first, admit.CookieName("shop")))
 	r = s.get(second, "/r/shop")
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/target/" {
 		t.Errorf("second visitor after the first left: got %d Location %q, want 303 to /target/", r.status, r.header.Get("Location"))
@@ -225,10 +226,10 @@ func TestEndedOrForgedCookieJoinsAnew(t *testing.T) {
 	s.room("shop", config(0, ""))
 	v := s.visitor()
 	s.get(v, "/r/shop")
-	old := s.cookie(v, web.CookieName("shop"))
+	old := s.cookie(v, admit.CookieName("shop"))
 	s.leave("shop", old)
 	r := s.get(v, "/r/shop")
-	next := s.cookie(v, web.CookieName("shop"))
+	next := s.cookie(v, admit.CookieName("shop"))
 	if next == "" || next == old {
 		t.Fatalf("after leaving, the page kept session %q (now %q), want a new one", old, next)
 	}
@@ -330,7 +331,7 @@ func TestServedSessionAndJoinAgain(t *testing.T) {
 	s.room("desk", cfg)
 	v := s.visitor()
 	s.get(v, "/r/desk")
-	id := s.cookie(v, web.CookieName("desk"))
+	id := s.cookie(v, admit.CookieName("desk"))
 	if _, err := s.store.Advance(context.Background(), "desk", 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -338,14 +339,14 @@ func TestServedSessionAndJoinAgain(t *testing.T) {
 	if !strings.Contains(r.body, "It’s your turn") || !strings.Contains(r.body, `<form method="post" action="/r/desk">`) {
 		t.Fatalf("served session: page lacks \"It’s your turn\" and the join-again form:\n%s", r.body)
 	}
-	if s.cookie(v, web.CookieName("desk")) != id {
+	if s.cookie(v, admit.CookieName("desk")) != id {
 		t.Errorf("showing a served session replaced its cookie")
 	}
 	r = s.do(v, http.MethodPost, "/r/desk")
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/desk" {
 		t.Errorf("POST /r/desk: %d Location %q, want 303 to /r/desk", r.status, r.header.Get("Location"))
 	}
-	if next := s.cookie(v, web.CookieName("desk")); next == id || next == "" {
+	if next := s.cookie(v, admit.CookieName("desk")); next == id || next == "" {
 		t.Errorf("join again kept session %q, want a new one", id)
 	}
 	r = s.get(v, "/r/desk")
@@ -436,13 +437,16 @@ func TestOperatorTemplates(t *testing.T) {
 		if tc.file == "_part.html" {
 			os.WriteFile(filepath.Join(bad, "page.html"), []byte(`<p></p>`), 0o644)
 		}
-		_, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: bad})
+		_, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: bad, Admit: admits(s.store)})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
 			t.Errorf("template %s %q: error %v, want one naming the file and %q", tc.file, tc.text, err, tc.want)
 		}
 	}
-	if _, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: filepath.Join(dir, "missing")}); err == nil {
+	if _, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store), Templates: filepath.Join(dir, "missing"), Admit: admits(s.store)}); err == nil {
 		t.Errorf("a missing templates folder is not an error")
+	}
+	if _, err := web.New(web.Config{Store: s.store, Rooms: newRooms(t, s.store)}); err == nil {
+		t.Errorf("a Config without an admission is not an error")
 	}
 }
 
@@ -499,7 +503,7 @@ func TestStoreFailurePages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := downStore{err: tc.err}
-			h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st)}))
+			h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st), Admit: admits(st)}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/shop", nil))
 			body := rec.Body.String()
@@ -517,7 +521,7 @@ func TestStoreFailurePages(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("x", 500) + "Y"
-	h := checked(t, web.NewHandler(web.Config{Store: downStore{}, Rooms: newRooms(t, downStore{})}))
+	h := checked(t, web.NewHandler(web.Config{Store: downStore{}, Rooms: newRooms(t, downStore{}), Admit: admits(downStore{})}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/r/"+long, nil))
 	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "Y") && strings.Contains(rec.Body.String(), long) {
@@ -574,7 +578,7 @@ func TestStoreDownFailsOpenOrClosed(t *testing.T) {
 	}
 	var down, open atomic.Bool
 	st := flakyStore{Store: mem, down: &down}
-	h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st), FailOpen: open.Load}))
+	h := checked(t, web.NewHandler(web.Config{Store: st, Rooms: newRooms(t, st), FailOpen: open.Load, Admit: admits(st)}))
 	get := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -612,7 +616,7 @@ func TestPageJoinsAreLimited(t *testing.T) {
 	}
 	rooms := newRooms(t, mem)
 	joins := &limit.Joins{Rate: limit.NewLimiter(60, 3, 0), MaxSessionsPerRoom: 5, Rooms: rooms}
-	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: rooms, Joins: joins}))
+	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: rooms, Admit: admit.New(admit.Config{Store: mem, Joins: joins})}))
 	get := func(addr string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/r/shop", nil)
 		req.RemoteAddr = addr + ":40000"
@@ -654,7 +658,7 @@ func TestReturnToSameOriginOnly(t *testing.T) {
 	if _, _, err := mem.PutRoom(ctx, "shop", cfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: newRooms(t, mem)}))
+	h := checked(t, web.NewHandler(web.Config{Store: mem, Rooms: newRooms(t, mem), Admit: admits(mem)}))
 	for _, tc := range []struct{ returnTo, want string }{
 		{"http://shop.example/cart?x=1", "http://shop.example/cart?x=1"},
 		{"https://shop.example/cart", "/home"}, // another scheme is another origin

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/eta"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -78,7 +79,7 @@ type site struct {
 }
 
 type siteOptions struct {
-	web web.Config // Store, Rooms, ETA and Door are filled in
+	web web.Config // Store, Rooms, ETA and Admit are filled in
 	tls bool
 }
 
@@ -90,6 +91,10 @@ func newRooms(t testing.TB, s waitroom.Store) *roomview.View {
 	return v
 }
 
+// admits is the admission of a server without a door or limits, for the
+// tests of a web handler alone.
+func admits(st waitroom.Store) *admit.Admission { return admit.New(admit.Config{Store: st}) }
+
 func newSite(t testing.TB, opt siteOptions) *site {
 	t.Helper()
 	mem := memstore.New()
@@ -98,10 +103,11 @@ func newSite(t testing.TB, opt siteOptions) *site {
 	hub := push.New(store, push.Options{Fill: est.Fill})
 	rooms := newRooms(t, store)
 	dr := door.New(rooms, []byte("the door secret of the site tests"))
-	api := httpapi.NewHandler(httpapi.Config{Store: store, Rooms: rooms, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
-		StreamPresence: time.Second, Door: dr})
+	adm := admit.New(admit.Config{Store: store, Door: dr})
+	api := httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: adminToken, Hub: hub, Fill: est.Fill,
+		StreamPresence: time.Second, Admit: adm})
 	cfg := opt.web
-	cfg.Store, cfg.Rooms, cfg.ETA, cfg.Door = store, rooms, est.Fill, dr
+	cfg.Store, cfg.Rooms, cfg.ETA, cfg.Admit = store, rooms, est.Fill, adm
 	pages, err := web.New(cfg)
 	if err != nil {
 		t.Fatalf("web.New: %v", err)

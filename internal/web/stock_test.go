@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/internal/admit"
 )
 
 // stocked returns a room of the given capacity and target that sells
@@ -188,7 +188,7 @@ func TestStockSoldOutPages(t *testing.T) {
 	// and buys it: everything is sold.
 	s.stock("shop", `{"sold":1}`)
 	s.leave("shop", buyer.ID)
-	nextID := s.cookie(next, web.CookieName("shop"))
+	nextID := s.cookie(next, admit.CookieName("shop"))
 	if got, err := s.store.Session(ctx, "shop", nextID, time.Now()); err != nil || got.Status != waitroom.StatusActive || !got.Unit {
 		t.Fatalf("the next in line: %+v, %v; want active with a unit", got, err)
 	}
@@ -197,7 +197,7 @@ func TestStockSoldOutPages(t *testing.T) {
 	}
 
 	for i, tc := range stockTexts {
-		id := s.cookie(visitors[i], web.CookieName("shop"))
+		id := s.cookie(visitors[i], admit.CookieName("shop"))
 		// What the page script receives for this session.
 		r := s.get(s.visitor(), "/v1/rooms/shop/sessions/"+id)
 		var got map[string]any

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/apierror"
-	"github.com/waitroom/waitroom/internal/door"
-	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/roomview"
 )
 
@@ -77,20 +76,18 @@ type Config struct {
 	// it is marked Secure on requests that arrived over TLS, directly or
 	// (X-Forwarded-Proto: https) through a proxy.
 	Secure bool
-	// Joins checks every join the page makes (per-address rate, caps);
-	// share it with the API's so both ways of joining use one allowance.
-	// nil allows every join.
-	Joins *limit.Joins
+	// Admit makes the sessions the page joins (its door's invites and
+	// challenges, the per-address rate, the caps); share the API's, so every
+	// way of joining uses one door and one allowance. It is required; an
+	// Admission without a door lets rooms that ask for an invite or a
+	// challenge join on the first visit like any other.
+	Admit *admit.Admission
 	// FailOpen, when set and true, lets a visitor through while the store is
 	// unreachable: the page sends them to the room's target as last seen
 	// in Rooms (see package outage; a room the view forgot, unread for
 	// roomview's IdleAfter, has none). Unset or false, the page says the line is
 	// paused and tries again by itself (fail closed).
 	FailOpen func() bool
-	// Door checks invites and challenges; share the API's (package door).
-	// nil turns the door off: rooms that ask for an invite or a challenge
-	// then join on the first visit like any other.
-	Door *door.Door
 	// Demo serves the demo of room DemoRoom (which the server creates):
 	// DemoAppPath is a sample app behind the room that shows "you are in"
 	// with a Leave button, and DemoPrefix itself a page that puts each
@@ -111,8 +108,7 @@ type Handler struct {
 	// failOpen says whether to send visitors to a room's last known
 	// target while the store is down.
 	failOpen func() bool
-	joins    *limit.Joins
-	door     *door.Door
+	admit    *admit.Admission
 	pages    *pageTemplates
 	mux      *http.ServeMux
 }
@@ -126,6 +122,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Rooms == nil {
 		return nil, fmt.Errorf("web: Config.Rooms is nil")
+	}
+	if cfg.Admit == nil {
+		return nil, fmt.Errorf("web: Config.Admit is nil")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = waitroom.SystemClock{}
@@ -145,8 +144,7 @@ func New(cfg Config) (*Handler, error) {
 		log:      cfg.Logger,
 		secure:   cfg.Secure,
 		failOpen: cfg.FailOpen,
-		joins:    cfg.Joins,
-		door:     cfg.Door,
+		admit:    cfg.Admit,
 		pages:    pages,
 		mux:      http.NewServeMux(),
 	}
