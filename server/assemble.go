@@ -121,7 +121,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Logger: logger})
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
-		Ledger: store, Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
+		Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,

@@ -25,7 +25,7 @@ func serve(h http.Handler, method, target, authz, body string) *httptest.Respons
 
 // newHandlerWithoutToken returns a handler over e's store with no admin token.
 func newHandlerWithoutToken(e *env) http.Handler {
-	return httpapi.NewHandler(httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(e.t, e.store, e.clock, nil)})
+	return httpapi.NewHandler(withParts(e.t, httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(e.t, e.store, e.clock, nil)}))
 }
 
 // checkAnswer fails unless an answer is below 500 and, for 4xx, the

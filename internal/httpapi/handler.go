@@ -41,9 +41,9 @@ type Config struct {
 	// Registry receives the request metrics and is served at /metrics; nil
 	// means a new private registry.
 	Registry *prometheus.Registry
-	// Hub pushes session updates to event streams (SSE and WebSocket). nil
-	// makes one over Store that lives as long as the process; servers pass
-	// their own so they can close it on shutdown, which ends every stream.
+	// Hub pushes session updates to event streams (SSE and WebSocket); the
+	// server closes it on shutdown, which ends every stream. nil serves no
+	// streams: they answer 503 unavailable (poll the session instead).
 	Hub *push.Hub
 	// Fill completes a session on its way out: a waiting one with its
 	// estimated wait (the eta.Estimator's Fill), an active one with its pass
@@ -70,18 +70,15 @@ type Config struct {
 	// way of joining draws from one allowance. It is required, with a door.
 	Admit *admit.Admission
 
-	// Ledger keeps the audit log of operator actions (and what the console
-	// shows); nil means the Store's own when it implements waitroom.Ledger.
-	Ledger waitroom.Ledger
 	// Console, when set, lets a signed-in operator console call the admin
 	// endpoints without the bearer token: Authorize checks its session
 	// cookie and, for changes, its CSRF token. A request with an
 	// Authorization header is always checked against AdminToken instead.
 	Console Authorizer
 	// Stats keeps the console's numbers (GET /v1/stats, /v1/rooms/{room}/stats
-	// and the console's live stream). nil makes one over Store and Ledger
-	// that lives as long as the process; servers pass their own, with the
-	// ETA estimator, and close it on shutdown.
+	// and the console's live stream); the server builds it with the ETA
+	// estimator and closes it on shutdown. nil keeps none: those endpoints
+	// answer that the numbers are not kept here.
 	Stats *roomstats.Recorder
 	// OnAudit, when set, is told every audit entry this handler records
 	// (the console's live stream shows them).
@@ -146,17 +143,8 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	if cfg.Ledger == nil {
-		cfg.Ledger, _ = cfg.Store.(waitroom.Ledger)
-	}
-	if cfg.Stats == nil && cfg.Ledger != nil {
-		cfg.Stats = roomstats.New(cfg.Store, cfg.Ledger, roomstats.Options{Clock: cfg.Clock, Logger: cfg.Logger})
-	}
 	if cfg.Admit == nil || cfg.Admit.Door() == nil {
 		panic("httpapi: Config.Admit is nil or has no door: every join goes through it, and the challenge and invite endpoints hand out its door's")
-	}
-	if cfg.Hub == nil {
-		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
 	}
 	s := &server{
 		admit:             cfg.Admit,
@@ -171,7 +159,7 @@ func NewHandler(cfg Config) http.Handler {
 		log:               cfg.Logger,
 		admin:             newAdminToken(cfg.AdminToken),
 		console:           cfg.Console,
-		ledger:            cfg.Ledger,
+		ledger:            cfg.Store,
 		onAudit:           cfg.OnAudit,
 		allowPrivateHooks: cfg.AllowPrivateWebhooks,
 		onHooks:           cfg.OnWebhooks,

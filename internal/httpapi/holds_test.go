@@ -23,14 +23,14 @@ const holdRoom = `{"capacity":1,"hold_places":true,"claim_window":"2m","waiting_
 func newPassEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	e.handler = checked(t, httpapi.NewHandler(httpapi.Config{
+	e.handler = checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{
 		Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg, Admit: admission(t, e.store, e.clock, nil),
 		Fill: func(s *waitroom.Session, _ time.Time) {
 			if s.Status == waitroom.StatusActive {
 				s.Pass = "pass-of-" + s.ID[:10]
 			}
 		},
-	}))
+	})))
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
 		e.srv.Close()

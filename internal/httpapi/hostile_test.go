@@ -37,7 +37,7 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	t.Helper()
 	store := memstore.New()
 	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{Store: store, AdminToken: hostileToken, Clock: clock, Admit: admission(t, store, clock, nil)}))
+	srv := httptest.NewServer(httpapi.NewHandler(withParts(t, httpapi.Config{Store: store, AdminToken: hostileToken, Clock: clock, Admit: admission(t, store, clock, nil)})))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = store.Close()

@@ -23,7 +23,7 @@ func newEnvWith(t testing.TB, change func(*limit.Joins)) *env {
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
 	joins := &limit.Joins{}
 	change(joins)
-	e.raw = httpapi.NewHandler(httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg, Admit: admission(t, e.store, e.clock, joins)})
+	e.raw = httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, AdminToken: adminToken, Clock: e.clock, Registry: e.reg, Admit: admission(t, e.store, e.clock, joins)}))
 	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {

@@ -40,7 +40,7 @@ func TestMetricsExposed(t *testing.T) {
 
 	// A second handler on the same registry shares the histogram rather than
 	// failing to register.
-	h2 := httpapi.NewHandler(httpapi.Config{Store: e.store, Registry: e.reg, Admit: admission(t, e.store, e.clock, nil)})
+	h2 := httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, Registry: e.reg, Admit: admission(t, e.store, e.clock, nil)}))
 	serve(h2, "GET", "/healthz", "", "")
 	if n := seriesCount(t, e.reg, "waitroom_http_request_duration_seconds"); n != 6 {
 		t.Errorf("series after a second handler served /healthz: got %d, want 6", n)
@@ -101,7 +101,7 @@ func TestInternalErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := checked(t, httpapi.NewHandler(httpapi.Config{Store: c.store, AdminToken: adminToken, Admit: admission(t, c.store, nil, nil)}))
+			h := checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{Store: c.store, AdminToken: adminToken, Admit: admission(t, c.store, nil, nil)})))
 			rec := serve(h, c.method, c.path, "Bearer "+adminToken, "")
 			if rec.Code != c.status {
 				t.Errorf("got status %d, want %d; body %s", rec.Code, c.status, rec.Body.Bytes())

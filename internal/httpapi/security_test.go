@@ -36,7 +36,7 @@ func TestAdminEndpointsNeedTheToken(t *testing.T) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1}`)
 	s := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))
 	e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", "")
-	noToken := checked(t, httpapi.NewHandler(httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(t, e.store, e.clock, nil)}))
+	noToken := checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(t, e.store, e.clock, nil)})))
 	for _, authz := range []struct {
 		name, header string
 		h            http.Handler
@@ -302,7 +302,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 	st := &failingStore{Store: memstore.New()}
 	defer st.Close()
 	clock := waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	h := checked(t, httpapi.NewHandler(httpapi.Config{Store: st, AdminToken: adminToken, Clock: clock, Logger: logger, Admit: admission(t, st, clock, nil)}))
+	h := checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{Store: st, AdminToken: adminToken, Clock: clock, Logger: logger, Admit: admission(t, st, clock, nil)})))
 	admin := "Bearer " + adminToken
 	do := func(method, path, authz, body string, want int) {
 		t.Helper()

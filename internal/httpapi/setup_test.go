@@ -19,6 +19,8 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/openapi/openapitest"
+	"github.com/waitroom/waitroom/internal/push"
+	"github.com/waitroom/waitroom/internal/roomstats"
 	"github.com/waitroom/waitroom/internal/roomview"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -46,13 +48,12 @@ func (e *env) checkedBy(t testing.TB) http.Handler {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: waitroom.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	e.raw = httpapi.NewHandler(httpapi.Config{
+	e.raw = httpapi.NewHandler(withParts(t, httpapi.Config{
 		Store:      e.store,
 		AdminToken: adminToken,
 		Clock:      e.clock,
 		Registry:   e.reg,
-		Admit:      admission(t, e.store, e.clock, nil),
-	})
+	}))
 	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(func() {
@@ -60,6 +61,25 @@ func newEnv(t testing.TB) *env {
 		_ = e.store.Close()
 	})
 	return e
+}
+
+// withParts fills in what a server gives its API and cfg leaves out: the
+// admission, a push hub and the console's numbers over cfg.Store, each
+// stopped when t ends.
+func withParts(t testing.TB, cfg httpapi.Config) httpapi.Config {
+	t.Helper()
+	if cfg.Admit == nil {
+		cfg.Admit = admission(t, cfg.Store, cfg.Clock, nil)
+	}
+	if cfg.Hub == nil {
+		cfg.Hub = push.New(cfg.Store, push.Options{Clock: cfg.Clock, Fill: cfg.Fill})
+		t.Cleanup(cfg.Hub.Close)
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = roomstats.New(cfg.Store, cfg.Store, roomstats.Options{Clock: cfg.Clock, Sample: -1})
+		t.Cleanup(func() { _ = cfg.Stats.Close() })
+	}
+	return cfg
 }
 
 // admission is the admission a server gives its API: over st, with a door

@@ -44,6 +44,10 @@ func (s *server) openStream(r *http.Request, notify func()) (*stream, waitroom.S
 	if err != nil {
 		return nil, waitroom.Session{}, err
 	}
+	if s.hub == nil {
+		return nil, waitroom.Session{}, waitroom.Errorf(waitroom.CodeUnavailable,
+			"This server serves no live streams; poll the session (GET …/sessions/{id}).")
+	}
 	if s.maxStreams > 0 && s.streams.Load() >= s.maxStreams {
 		return nil, waitroom.Session{}, waitroom.Errorf(waitroom.CodeUnavailable,
 			"This server holds as many live streams as it can; poll the session (GET …/sessions/{id}) or try again shortly.")

@@ -28,16 +28,6 @@ type webhookAnswer struct {
 	Stats waitroom.HookStats `json:"stats"`
 }
 
-// hooks returns the store's webhook outbox, or the error of a store
-// without one.
-func (s *server) hooks() (waitroom.Hooks, error) {
-	h, ok := s.store.(waitroom.Hooks)
-	if !ok {
-		return nil, waitroom.Errorf(waitroom.CodeNotFound, "This store keeps no webhooks.")
-	}
-	return h, nil
-}
-
 // webhookPath reads {room} and {name}.
 func webhookPath(r *http.Request) (room, name string, err error) {
 	if room, err = roomName(r); err != nil {
@@ -56,10 +46,7 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
-	if err != nil {
-		return err
-	}
+	hooks := s.store
 	body, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -103,10 +90,7 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) error {
 // shownWebhooks returns room's webhooks as the API shows them: without
 // secrets, with their stats.
 func (s *server) shownWebhooks(r *http.Request, room string) ([]webhookAnswer, error) {
-	hooks, err := s.hooks()
-	if err != nil {
-		return nil, err
-	}
+	hooks := s.store
 	if _, err := s.store.Room(r.Context(), room); err != nil {
 		return nil, err
 	}
@@ -166,10 +150,7 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
-	if err != nil {
-		return err
-	}
+	hooks := s.store
 	if err := hooks.DeleteWebhook(r.Context(), room, name); err != nil {
 		return err
 	}
@@ -189,10 +170,7 @@ func (s *server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
-	if err != nil {
-		return err
-	}
+	hooks := s.store
 	if _, err := s.store.Room(r.Context(), room); err != nil {
 		return err
 	}
@@ -219,10 +197,7 @@ func (s *server) replay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks()
-	if err != nil {
-		return err
-	}
+	hooks := s.store
 	body, err := readBody(w, r)
 	if err != nil {
 		return err

@@ -147,7 +147,9 @@ declare namespace Waitroom {
     | "challenge_used"
     | "not_invited"
     | "unavailable"
-    | "internal";
+    | "internal"
+    | "header_too_large"
+    | "expectation_failed";
 
   /**
    * The codes the client makes itself (status 0): the live stream failed
