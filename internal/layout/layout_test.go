@@ -350,3 +350,42 @@ func TestServeOnlyConfigures(t *testing.T) {
 		t.Error("no func serve in cmd/waitroom")
 	}
 }
+
+// roomReaders are the packages that read a room's state while serving a
+// request; they read it from the one room view, never from the store.
+var roomReaders = []string{"internal/gatekeeper", "internal/door", "internal/web", "internal/limit", "internal/admit"}
+
+// TestOneRoomView: one subscriber keeps each room's snapshot
+// (internal/roomview, built once, by server/), and the readers of room
+// state read it rather than the store or a cache of their own.
+func TestOneRoomView(t *testing.T) {
+	views := 0
+	for _, f := range sources(t) {
+		f.calls(func(call *ast.CallExpr, pkg, name string) {
+			if pkg == "internal/roomview" && name == "New" {
+				views++
+			}
+			if name != "Room" || pkg != "" || !under(f.dir, roomReaders...) {
+				return
+			}
+			recv := render(call.Fun.(*ast.SelectorExpr).X)
+			if strings.Contains(strings.ToLower(recv), "store") {
+				t.Errorf("%s: %s.Room reads the store; room state comes from the room view (internal/roomview)", f.pos(call), recv)
+			}
+		})
+	}
+	if views != 1 {
+		t.Errorf("roomview.New is called %d times outside tests, want once (server/)", views)
+	}
+}
+
+// render renders a receiver expression (g.store, h.rooms) for messages.
+func render(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return render(e.X) + "." + e.Sel.Name
+	}
+	return "?"
+}
