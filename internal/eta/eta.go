@@ -7,19 +7,26 @@
 // not full, at its rate_per_minute. The one-time fill of empty capacity (a
 // drop's opening, a capacity raise, an operator's advance) moves the line
 // once and says nothing about how fast it will move next, so admissions are
-// not the rate: departures are. The estimator remembers each room's last
-// 256 departures from the store's events (so it sees what every server
-// process does; a departure is a fact of one session, whichever process
-// made it) and the time each departed session had held its slot.
+// not the rate: departures are. The estimator counts each room's departures
+// of the last ten minutes, second by second, from the store's events (so
+// it sees what every server process does; a departure is a fact of one
+// session, whichever process made it), and remembers the time the last
+// 256 departed sessions had held their slot.
 //
-// The rate is the number of departures in the last ten minutes, less one,
-// over the time from the oldest of them to now: it follows a room that
-// speeds up within a few departures, and falls while a room stalls. The
+// The rate is the number of recent departures, less one, over the time
+// from the oldest of them to now, where recent means the last minute, or
+// further back until there are 256 of them, at most ten minutes, less the
+// oldest quarter of those (the departures of a room's first visitors, who
+// came in over a second or two, start as a ramp): it follows a room that
+// speeds up, and falls while a room stalls. The
 // estimate for position p is p divided by that rate. Its range is the 90%
-// interval of both uncertainties: that of the rate (a Poisson count of that
-// many departures) and that of the wait itself (the time until p more
+// interval of both uncertainties: that of the rate (a count of that many
+// departures) and that of the wait itself (the time until p more
 // departures), so it is wide after a handful of departures and for the
-// first few in line. There is no estimate ("not known yet") while the room
+// first few in line. Departures come in waves (a drop's first visitors all
+// leave about one hold time after the opening, then those they made room
+// for): the counts of the seconds measured say how much more than a
+// Poisson process's they vary, and the range widens by that much. There is no estimate ("not known yet") while the room
 // is paused, before two departures in the window, or while fewer than 30 of
 // them span less than ten seconds, unless the room's own configuration and
 // history give a basis:
@@ -45,10 +52,17 @@ import (
 const (
 	// window is how far back departures count.
 	window = 10 * time.Minute
-	// keep is how many recent departures a room remembers: enough for a
-	// tight range, few enough that the rate follows a room that speeds
-	// up or slows down.
-	keep = 256
+	// secs is the window in seconds: a room's departures are counted in
+	// a ring of that many one-second buckets.
+	secs = int64(window / time.Second)
+	// keep is how many departures the rate wants, and how many held slots
+	// a room remembers; recent is how far back, in seconds, the rate looks
+	// at least.
+	keep   = 256
+	recent = 60
+	// refresh is how long a room's measure serves Fill unless a departure
+	// came since.
+	refresh = 100 * time.Millisecond
 	// minDepartures is the least evidence an estimate needs.
 	minDepartures = 2
 	// Below fewDepartures, an estimate needs a span of at least minSpan.
@@ -83,9 +97,10 @@ type Estimator struct {
 
 // history is one room's most recent departures.
 type history struct {
-	times    [keep]int64 // unix ms of departures, a ring
-	next     int         // where the next departure goes
-	n        int         // departures held (≤ keep)
+	ring     *seconds // nil before the room's first departure
+	cached   measure  // the last measure, taken at cachedAt (unix ms)
+	cachedAt int64
+	dirty    bool        // a departure came since the measure
 	holds    [keep]int64 // ms each departed active session held its slot, a ring
 	holdNext int
 	holdN    int
@@ -162,9 +177,7 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 		if at.IsZero() {
 			at = ev.At
 		}
-		h.times[h.next] = at.UnixMilli()
-		h.next = (h.next + 1) % keep
-		h.n = min(h.n+1, keep)
+		h.add(at.UnixMilli())
 		h.ever = true
 		if c.From == waitroom.StatusActive && !c.Session.AdmittedAt.IsZero() && at.After(c.Session.AdmittedAt) {
 			held := at.Sub(c.Session.AdmittedAt).Milliseconds()
@@ -179,26 +192,134 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 	}
 }
 
-// recent returns how many departures happened in the window before now and
-// the time since the oldest of them.
-func (h *history) recent(now time.Time) (k int, span time.Duration) {
-	from := now.Add(-window).UnixMilli()
-	oldest := int64(0)
-	for i := 0; i < h.n; i++ {
-		t := h.times[(h.next-1-i+keep)%keep]
-		if t <= from {
+// seconds counts a room's departures of the window, a ring of one-second
+// buckets by unix second.
+type seconds struct {
+	count [secs]int32  // departures in the bucket's second
+	sec   [secs]int64  // the unix second the bucket holds
+	first [secs]uint16 // the millisecond of the earliest departure in it
+}
+
+// add counts a departure at ms (unix milliseconds).
+func (h *history) add(ms int64) {
+	if h.ring == nil {
+		h.ring = new(seconds)
+	}
+	r := h.ring
+	sec := floorDiv(ms, 1000)
+	off := uint16(ms - sec*1000)
+	i := bucket(sec)
+	if r.sec[i] != sec {
+		if r.sec[i] > sec {
+			return // older than the window
+		}
+		r.sec[i], r.count[i], r.first[i] = sec, 0, off
+	}
+	r.count[i]++
+	r.first[i] = min(r.first[i], off)
+	h.dirty = true
+}
+
+// bucket is the ring index of unix second sec.
+func bucket(sec int64) int64 {
+	i := sec % secs
+	if i < 0 {
+		i += secs
+	}
+	return i
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// measure is what a room's recent departures say: k departures, the time
+// from the oldest of them to now, and how many times more their counts per
+// second vary than a Poisson process's (at least 1).
+type measure struct {
+	k    int
+	span time.Duration
+	disp float64
+}
+
+// recent measures the departures before now, from a measure at most
+// refresh old when no departure came since.
+func (h *history) recent(now time.Time) measure {
+	ms := now.UnixMilli()
+	if !h.dirty && ms >= h.cachedAt && ms-h.cachedAt < refresh.Milliseconds() {
+		return h.cached
+	}
+	h.cached, h.cachedAt, h.dirty = h.measure(ms), ms, false
+	return h.cached
+}
+
+func (h *history) measure(ms int64) measure {
+	r := h.ring
+	if r == nil {
+		return measure{disp: 1}
+	}
+	ns := floorDiv(ms, 1000)
+	k, oldest, oldestSec := 0, int64(0), int64(0)
+	// From two seconds ahead: another process's clock may run a little
+	// fast.
+	for sec := ns + 2; sec > ns-secs; sec-- {
+		if ns-sec >= recent && k >= keep {
 			break
 		}
-		k++
-		oldest = t
+		i := bucket(sec)
+		if r.sec[i] != sec || r.count[i] == 0 {
+			continue
+		}
+		k += int(r.count[i])
+		oldest, oldestSec = sec*1000+int64(r.first[i]), sec
 	}
-	return k, now.Sub(time.UnixMilli(oldest))
+	// Leave out the oldest quarter: a room that has just filled lets its
+	// first visitors in over a second or two, so their departures start
+	// as a ramp, slower than the rate that follows.
+	if k >= 8 {
+		skipped := 0
+		for sec := oldestSec; sec <= ns+2; sec++ {
+			i := bucket(sec)
+			if r.sec[i] != sec || r.count[i] == 0 {
+				continue
+			}
+			if skipped+int(r.count[i]) > k/4 {
+				k, oldest, oldestSec = k-skipped, sec*1000+int64(r.first[i]), sec
+				break
+			}
+			skipped += int(r.count[i])
+		}
+	}
+	m := measure{k: k, span: time.Duration(ms-oldest) * time.Millisecond, disp: 1}
+	// The dispersion, over the whole seconds after the oldest one's.
+	n := ns - oldestSec - 1
+	if k < fewDepartures || n < 10 {
+		return m
+	}
+	var sum, sq float64
+	for sec := oldestSec + 1; sec < ns; sec++ {
+		c := 0.0
+		if i := bucket(sec); r.sec[i] == sec {
+			c = float64(r.count[i])
+		}
+		sum += c
+		sq += c * c
+	}
+	if mean := sum / float64(n); mean > 0 {
+		v := sq/float64(n) - mean*mean
+		m.disp = min(max(v/mean, 1), 25)
+	}
+	return m
 }
 
 // Fill sets s.ETA for a waiting session when there is a basis for one, and
-// clears it otherwise.
+// clears it otherwise, saying why in s.ETAUnknown.
 func (e *Estimator) Fill(s *waitroom.Session, now time.Time) {
-	s.ETA, _ = e.Estimate(s, now)
+	s.ETA, s.ETAUnknown = e.Estimate(s, now)
 }
 
 // Estimate returns the ETA for a waiting session, or nil and why it is not
@@ -213,7 +334,8 @@ func (e *Estimator) Estimate(s *waitroom.Session, now time.Time) (*waitroom.ETA,
 		e.mu.Unlock()
 		return nil, ReasonStarting
 	}
-	k, span := h.recent(now)
+	m := h.recent(now)
+	k, span := m.k, m.span
 	b := basis{limit: h.rate, capacity: h.capacity, maxSession: h.maxSess}
 	if h.holdN >= minHolds && h.holdSum > 0 {
 		b.hold = time.Duration(h.holdSum/int64(h.holdN)) * time.Millisecond
@@ -230,7 +352,7 @@ func (e *Estimator) Estimate(s *waitroom.Session, now time.Time) (*waitroom.ETA,
 	case k >= minDepartures && (k >= fewDepartures || span >= minSpan):
 		// k departures mark k-1 intervals up to the last; measuring to
 		// now instead makes the rate fall while a room stalls.
-		b.n, b.span = k-1, max(span, time.Millisecond)
+		b.n, b.span, b.disp = k-1, max(span, time.Millisecond), m.disp
 	case b.hold > 0 && b.capacity > 0:
 		b.n, b.span = priorWeight, time.Duration(float64(b.hold)*priorWeight/float64(b.capacity))
 	case ever && k == 0:
@@ -250,10 +372,11 @@ type basis struct {
 	capacity   int           // 0 when unknown or manual
 	maxSession time.Duration // 0 for none
 	hold       time.Duration // learned mean hold, 0 when unknown
+	disp       float64       // dispersion of departures (≥ 1; 0 counts as 1)
 }
 
 func (b basis) estimate(p int64) *waitroom.ETA {
-	x := Estimate(p, b.n, b.span, b.limit)
+	x := estimate(p, b.n, b.span, b.limit, max(b.disp, 1))
 	if x == nil || b.maxSession <= 0 || b.capacity <= 0 {
 		return x
 	}
@@ -270,6 +393,12 @@ func (b basis) estimate(p int64) *waitroom.ETA {
 // span, in a room whose rate_per_minute is limit (0 for none). The range
 // holds both the rate's uncertainty (n) and the wait's own (p turns).
 func Estimate(p int64, n int, span time.Duration, limit int) *waitroom.ETA {
+	return estimate(p, n, span, limit, 1)
+}
+
+// estimate is Estimate for departures whose counts vary disp times as much
+// as a Poisson process's.
+func estimate(p int64, n int, span time.Duration, limit int, disp float64) *waitroom.ETA {
 	if p < 1 || n < 1 || span <= 0 {
 		return nil
 	}
@@ -277,7 +406,7 @@ func Estimate(p int64, n int, span time.Duration, limit int) *waitroom.ETA {
 	if limit > 0 {
 		rate = math.Min(rate, float64(limit)/60)
 	}
-	rel := z90 * math.Sqrt(1/float64(n)+1/float64(p))
+	rel := z90 * math.Sqrt(disp*(1/float64(n)+1/float64(p)))
 	mid := float64(p) / rate
 	low := float64(p) / (rate * (1 + rel))
 	high := float64(p) / (rate * math.Max(1-rel, 0.2))

@@ -308,3 +308,57 @@ func TestPriorsFromTheRoom(t *testing.T) {
 		t.Errorf("paused: got %+v, %q; want none, %q", x, why, ReasonPaused)
 	}
 }
+
+// TestWavesWidenTheRange: departures that come in waves (80 in one
+// second, none in the next) give the same rate as a steady 40 a second,
+// and a range that says how much less sure it is.
+func TestWavesWidenTheRange(t *testing.T) {
+	eta := func(perSecond func(i int) int) *waitroom.ETA {
+		e := &Estimator{rooms: map[string]*history{}}
+		for i := range 30 {
+			at := t0.Add(time.Duration(i) * time.Second)
+			ev := waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: at, Active: 200}
+			for range perSecond(i) {
+				ev.Changes = append(ev.Changes, waitroom.Change{From: waitroom.StatusActive,
+					Session: waitroom.Session{Status: waitroom.StatusLeft, EndedAt: at}})
+			}
+			e.Observe(ev)
+		}
+		s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 2000}
+		e.Fill(&s, t0.Add(30*time.Second))
+		return s.ETA
+	}
+	steady := eta(func(int) int { return 40 })
+	waves := eta(func(i int) int { return 80 * (i % 2) })
+	if steady == nil || waves == nil {
+		t.Fatalf("no estimate: steady %+v, waves %+v", steady, waves)
+	}
+	if d := steady.Seconds - waves.Seconds; d < -3 || d > 3 {
+		t.Errorf("same rate: steady %ds, waves %ds", steady.Seconds, waves.Seconds)
+	}
+	if waves.High-waves.Low < 2*(steady.High-steady.Low) {
+		t.Errorf("waves: range %d..%d, want at least twice as wide as steady's %d..%d", waves.Low, waves.High, steady.Low, steady.High)
+	}
+}
+
+// TestRampIsNotTheRate: a room's first visitors come in over a second or
+// two, so their departures start as a ramp (2, then 5, then 10 a second);
+// the rate that follows, 10 a second, is the line's.
+func TestRampIsNotTheRate(t *testing.T) {
+	e := &Estimator{rooms: map[string]*history{}}
+	for i, n := range []int{2, 5, 10, 10, 10} {
+		at := t0.Add(time.Duration(i) * time.Second)
+		ev := waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: at, Active: 100}
+		for j := range n {
+			end := at.Add(time.Duration(j) * time.Second / time.Duration(n))
+			ev.Changes = append(ev.Changes, waitroom.Change{From: waitroom.StatusActive,
+				Session: waitroom.Session{Status: waitroom.StatusLeft, EndedAt: end}})
+		}
+		e.Observe(ev)
+	}
+	s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 100}
+	e.Fill(&s, t0.Add(5*time.Second))
+	if s.ETA == nil || s.ETA.Seconds < 9 || s.ETA.Seconds > 12 {
+		t.Errorf("position 100 after a ramp up to 10 departures a second: ETA %+v, want about 10s", s.ETA)
+	}
+}
