@@ -26,14 +26,16 @@
 // first few in line. Departures come in waves (a drop's first visitors all
 // leave about one hold time after the opening, then those they made room
 // for): the counts of the seconds measured say how much more than a
-// Poisson process's they vary, and the range widens by that much. There is no estimate ("not known yet") while the room
-// is paused, before two departures in the window, or while fewer than 30 of
-// them span less than ten seconds, unless the room's own configuration and
+// Poisson process's they vary, and the range widens by that much (four
+// times the variance until ten seconds of departures show it). There is no estimate ("not known yet") while the room
+// is paused, before two departures in the window, or while fewer than 150
+// of them span less than a minute, unless the room's own configuration and
 // history give a basis:
 //
 //   - a room that is not full and has a rate_per_minute moves at that rate;
 //   - a hold time learned from the room's earlier sessions (at least 20
-//     of them) gives capacity / mean hold departures a second;
+//     of them, before its current run of departures, whose first are
+//     its shortest holds) gives capacity / mean hold departures a second;
 //   - rate_per_minute bounds the rate from above (the wait from below);
 //   - max_session bounds the wait from above: within each max_session the
 //     whole capacity turns over.
@@ -65,13 +67,22 @@ const (
 	refresh = 100 * time.Millisecond
 	// minDepartures is the least evidence an estimate needs.
 	minDepartures = 2
-	// Below fewDepartures, an estimate needs a span of at least minSpan.
-	fewDepartures = 30
-	minSpan       = 10 * time.Second
+	// Below fewDepartures, an estimate needs a span of at least minSpan:
+	// the first ETA a whole line sees rests on the same few departures,
+	// so it must not rest on a handful (30 departures put the rate
+	// within ±30% at 90%; 150, the oldest quarter left out, within ±16%).
+	fewDepartures = 150
+	minSpan       = time.Minute
 	// minHolds is how many held slots a learned hold time needs, and
 	// priorWeight how many departures' evidence it is worth.
 	minHolds    = 20
 	priorWeight = 8
+	// unmeasured is the dispersion taken before ten seconds of
+	// departures show it: a drop's first departures come in a wave (its
+	// first visitors leave about one hold time after the opening, at
+	// once), so the rate of its first seconds is not the rate that
+	// follows.
+	unmeasured = 4
 	// z90 is the two-sided 90% normal quantile.
 	z90 = 1.645
 )
@@ -111,6 +122,11 @@ type history struct {
 	maxSess  time.Duration // max_session, when known
 	active   int           // active sessions after the room's last event
 	ever     bool          // a departure was ever seen
+	lastDep  int64         // unix ms of the latest departure
+	// prior is the mean hold learned before the room's current run of
+	// departures (0 when unknown): the holds of a run's first departures
+	// are its shortest, so they are no prior for it.
+	prior time.Duration
 }
 
 // New returns an estimator fed by store's events. Call Close to stop it.
@@ -177,7 +193,12 @@ func (e *Estimator) Observe(ev waitroom.Event) {
 		if at.IsZero() {
 			at = ev.At
 		}
+		if ms := at.UnixMilli(); ms-h.lastDep > window.Milliseconds() {
+			// A new run of departures after a quiet window.
+			h.prior = h.meanHold()
+		}
 		h.add(at.UnixMilli())
+		h.lastDep = max(h.lastDep, at.UnixMilli())
 		h.ever = true
 		if c.From == waitroom.StatusActive && !c.Session.AdmittedAt.IsZero() && at.After(c.Session.AdmittedAt) {
 			held := at.Sub(c.Session.AdmittedAt).Milliseconds()
@@ -198,6 +219,14 @@ type seconds struct {
 	count [secs]int32  // departures in the bucket's second
 	sec   [secs]int64  // the unix second the bucket holds
 	first [secs]uint16 // the millisecond of the earliest departure in it
+}
+
+// meanHold is the mean of the holds learned, 0 for fewer than minHolds.
+func (h *history) meanHold() time.Duration {
+	if h.holdN < minHolds || h.holdSum <= 0 {
+		return 0
+	}
+	return time.Duration(h.holdSum/int64(h.holdN)) * time.Millisecond
 }
 
 // add counts a departure at ms (unix milliseconds).
@@ -244,6 +273,9 @@ type measure struct {
 	k    int
 	span time.Duration
 	disp float64
+	// all counts the departures before the oldest quarter was left out:
+	// the evidence an estimate needs.
+	all int
 }
 
 // recent measures the departures before now, from a measure at most
@@ -277,6 +309,7 @@ func (h *history) measure(ms int64) measure {
 		k += int(r.count[i])
 		oldest, oldestSec = sec*1000+int64(r.first[i]), sec
 	}
+	all := k
 	// Leave out the oldest quarter: a room that has just filled lets its
 	// first visitors in over a second or two, so their departures start
 	// as a ramp, slower than the rate that follows.
@@ -294,10 +327,12 @@ func (h *history) measure(ms int64) measure {
 			skipped += int(r.count[i])
 		}
 	}
-	m := measure{k: k, span: time.Duration(ms-oldest) * time.Millisecond, disp: 1}
-	// The dispersion, over the whole seconds after the oldest one's.
+	m := measure{k: k, all: all, span: time.Duration(ms-oldest) * time.Millisecond, disp: 1}
+	// The dispersion, over the whole seconds after the oldest one's;
+	// until there are ten of them it is not known, and taken as large.
 	n := ns - oldestSec - 1
-	if k < fewDepartures || n < 10 {
+	if n < 10 {
+		m.disp = unmeasured
 		return m
 	}
 	var sum, sq float64
@@ -335,10 +370,12 @@ func (e *Estimator) Estimate(s *waitroom.Session, now time.Time) (*waitroom.ETA,
 		return nil, ReasonStarting
 	}
 	m := h.recent(now)
-	k, span := m.k, m.span
+	k, span := m.all, m.span
 	b := basis{limit: h.rate, capacity: h.capacity, maxSession: h.maxSess}
-	if h.holdN >= minHolds && h.holdSum > 0 {
-		b.hold = time.Duration(h.holdSum/int64(h.holdN)) * time.Millisecond
+	b.hold = h.prior
+	if k == 0 {
+		// Every hold learned is from an earlier run.
+		b.hold = h.meanHold()
 	}
 	paused, ever := h.paused, h.ever
 	notFull := h.capacity > 0 && h.active < h.capacity
@@ -352,7 +389,7 @@ func (e *Estimator) Estimate(s *waitroom.Session, now time.Time) (*waitroom.ETA,
 	case k >= minDepartures && (k >= fewDepartures || span >= minSpan):
 		// k departures mark k-1 intervals up to the last; measuring to
 		// now instead makes the rate fall while a room stalls.
-		b.n, b.span, b.disp = k-1, max(span, time.Millisecond), m.disp
+		b.n, b.span, b.disp = m.k-1, max(span, time.Millisecond), m.disp
 	case b.hold > 0 && b.capacity > 0:
 		b.n, b.span = priorWeight, time.Duration(float64(b.hold)*priorWeight/float64(b.capacity))
 	case ever && k == 0:

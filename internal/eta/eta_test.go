@@ -74,10 +74,10 @@ func TestFillFromStore(t *testing.T) {
 	if x := last(t0); x.ETA != nil {
 		t.Errorf("before anyone left the line: got ETA %+v, want none", *x.ETA)
 	}
-	// One departure every 10 seconds.
+	// One departure every 30 seconds.
 	now := t0
 	for i := 0; i < 3; i++ {
-		now = now.Add(10 * time.Second)
+		now = now.Add(30 * time.Second)
 		if _, err := s.Leave(ctx, "r", ids[i], waitroom.ReasonLeft, now); err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +86,10 @@ func TestFillFromStore(t *testing.T) {
 	if x.ETA == nil {
 		t.Fatal("after three departures: no ETA, want one")
 	}
-	// Three departures, 10s apart: two intervals over 20s is 0.1/s, so
-	// position 2 waits 20s.
-	if x.Position != 2 || x.ETA.Seconds != 20 {
-		t.Errorf("position %d: got ETA %ds, want 20s at three departures in 30s", x.Position, x.ETA.Seconds)
+	// Three departures, 30s apart: two intervals over 60s is 1/30s, so
+	// position 2 waits 60s.
+	if x.Position != 2 || x.ETA.Seconds != 60 {
+		t.Errorf("position %d: got ETA %ds, want 60s at three departures 30s apart", x.Position, x.ETA.Seconds)
 	}
 	active, err := s.Session(ctx, "r", ids[3], now)
 	if err != nil {
@@ -145,7 +145,7 @@ func TestBurstIsNotARate(t *testing.T) {
 func TestFastRoomEstimatesAtOnce(t *testing.T) {
 	e := &Estimator{rooms: map[string]*history{}}
 	at := t0
-	for range 40 { // 500 a second
+	for range 200 { // 500 a second
 		at = at.Add(2 * time.Millisecond)
 		e.Observe(waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: at, Changes: []waitroom.Change{{
 			From: waitroom.StatusActive, Session: waitroom.Session{Status: waitroom.StatusLeft, EndedAt: at}}}})
@@ -342,11 +342,15 @@ func TestWavesWidenTheRange(t *testing.T) {
 }
 
 // TestRampIsNotTheRate: a room's first visitors come in over a second or
-// two, so their departures start as a ramp (2, then 5, then 10 a second);
+// ten, so their departures start as a ramp (1, 2, … 9, then 10 a second);
 // the rate that follows, 10 a second, is the line's.
 func TestRampIsNotTheRate(t *testing.T) {
 	e := &Estimator{rooms: map[string]*history{}}
-	for i, n := range []int{2, 5, 10, 10, 10} {
+	perSecond := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	for range 11 {
+		perSecond = append(perSecond, 10)
+	}
+	for i, n := range perSecond {
 		at := t0.Add(time.Duration(i) * time.Second)
 		ev := waitroom.Event{Room: "r", Kind: waitroom.EventSessions, At: at, Active: 100}
 		for j := range n {
@@ -357,7 +361,7 @@ func TestRampIsNotTheRate(t *testing.T) {
 		e.Observe(ev)
 	}
 	s := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 100}
-	e.Fill(&s, t0.Add(5*time.Second))
+	e.Fill(&s, t0.Add(20*time.Second))
 	if s.ETA == nil || s.ETA.Seconds < 9 || s.ETA.Seconds > 12 {
 		t.Errorf("position 100 after a ramp up to 10 departures a second: ETA %+v, want about 10s", s.ETA)
 	}

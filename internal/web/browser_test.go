@@ -332,18 +332,18 @@ func TestBrowserPageOnPhoneAndInGerman(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	// Thirty departures give the estimator a rate (fewer would need ten
-	// seconds of them; the fill of a room's capacity is none): a room of
-	// 30 fills, and its 30 leave, making room for 30 more.
+	// 150 departures give the estimator a rate (fewer would need a
+	// minute of them; the fill of a room's capacity is none): a room of
+	// 150 fills, and its 150 leave, making room for 150 more.
 	ctx := context.Background()
-	s.room("shows", config(30, "/target/"))
+	s.room("shows", config(150, "/target/"))
 	var first []string
-	for i := range 60 {
+	for i := range 300 {
 		x, err := s.store.Join(ctx, "shows", "", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i < 30 {
+		if i < 150 {
 			first = append(first, x.ID)
 		}
 	}
