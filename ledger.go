@@ -185,8 +185,10 @@ type StatsBucket struct {
 	Waits [WaitBins]int64
 	// EstErrAbsMs and EstErrMs sum |actual − estimated| and
 	// (actual − estimated) wait, in milliseconds, over EstN admissions
-	// whose estimate was known.
-	EstErrAbsMs, EstErrMs, EstN int64
+	// whose estimate was known; EstRelErrBp sums their errors relative
+	// to the actual wait (|actual − estimated| / actual, the actual wait
+	// taken as at least a second), in basis points.
+	EstErrAbsMs, EstErrMs, EstN, EstRelErrBp int64
 	// HasGauges says Waiting, Active and ETALastMs were sampled.
 	HasGauges bool
 	// Waiting and Active are the room's totals when sampled.

@@ -78,7 +78,11 @@ type Session struct {
 	Active   int
 	Capacity int
 	// ETA is the estimated wait; nil while there is no basis for one.
-	ETA        *ETA
+	ETA *ETA
+	// ETAUnknown says why a waiting session in line has no ETA yet
+	// ("starting", "paused", "stalled"; see internal/eta); empty when it
+	// has one or no reason is known.
+	ETAUnknown string
 	JoinedAt   time.Time
 	AdmittedAt time.Time
 	EndedAt    time.Time
@@ -183,6 +187,9 @@ func (s Session) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, s.ETA.Low, 10)
 		b = append(b, `,"eta_high_seconds":`...)
 		b = strconv.AppendInt(b, s.ETA.High, 10)
+	} else if s.ETAUnknown != "" && s.Status == StatusWaiting && s.Position > 0 {
+		b = append(b, `,"eta_unknown":`...)
+		b = appendString(b, s.ETAUnknown)
 	}
 	if s.Entry != "" {
 		b = append(b, `,"entry":`...)
@@ -337,6 +344,7 @@ type sessionJSON struct {
 	ETA        *int64     `json:"eta_seconds,omitempty"`
 	ETALow     *int64     `json:"eta_low_seconds,omitempty"`
 	ETAHigh    *int64     `json:"eta_high_seconds,omitempty"`
+	ETAUnknown string     `json:"eta_unknown,omitempty"`
 	JoinedAt   *time.Time `json:"joined_at,omitempty"`
 	AdmittedAt *time.Time `json:"admitted_at,omitempty"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
@@ -365,6 +373,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 		Position: w.Position, Waiting: w.Waiting, Active: w.Active, Capacity: w.Capacity,
 		EndReason: w.EndReason, Pass: w.Pass, Entry: w.Entry, Entrants: w.Entrants, Unit: w.Unit,
 		Place: w.Place, Tier: w.Tier, Extended: w.Extended.D(), Contact: w.Contact,
+		ETAUnknown: w.ETAUnknown,
 	}
 	if w.Remaining != nil {
 		s.Stocked, s.Remaining = true, *w.Remaining

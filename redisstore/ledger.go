@@ -175,6 +175,7 @@ const (
 	fErrAbs     = "ea"
 	fErr        = "e"
 	fEstN       = "en"
+	fRelErr     = "er"
 	fGauges     = "g"
 	fWaiting    = "wt"
 	fActive     = "ac"
@@ -198,7 +199,7 @@ func (s *Store) AddStats(ctx context.Context, room string, b waitroom.StatsBucke
 	for _, c := range []struct {
 		f string
 		n int64
-	}{{fAdmissions, b.Admissions}, {fAbandons, b.Abandons}, {fErrAbs, b.EstErrAbsMs}, {fErr, b.EstErrMs}, {fEstN, b.EstN}} {
+	}{{fAdmissions, b.Admissions}, {fAbandons, b.Abandons}, {fErrAbs, b.EstErrAbsMs}, {fErr, b.EstErrMs}, {fEstN, b.EstN}, {fRelErr, b.EstRelErrBp}} {
 		if c.n != 0 {
 			pipe.HIncrBy(ctx, key, c.f, c.n)
 		}
@@ -297,6 +298,8 @@ func decodeBucket(at int64, h map[string]string) (waitroom.StatsBucket, error) {
 			b.EstErrMs = n
 		case fEstN:
 			b.EstN = n
+		case fRelErr:
+			b.EstRelErrBp = n
 		case fGauges:
 			b.HasGauges = n == 1
 		case fWaiting:

@@ -329,16 +329,16 @@ func testStatsMerge(f *ledgerFixture) {
 	// Two processes add their counts to the bucket of 10s..20s, at
 	// unaligned times within it.
 	p1 := waitroom.StatsBucket{At: at(step + 1234*msec), Joins: 5, Admissions: 3, Abandons: 1,
-		EstErrAbsMs: 900, EstErrMs: -300, EstN: 2}
+		EstErrAbsMs: 900, EstErrMs: -300, EstN: 2, EstRelErrBp: 5000}
 	p1.Waits[waitroom.WaitBin(2*time.Second)] = 2
 	p1.Waits[waitroom.WaitBin(time.Hour)] = 1
-	p2 := waitroom.StatsBucket{At: at(2*step - msec), Joins: 7, Admissions: 1, EstErrAbsMs: 100, EstErrMs: 100, EstN: 1,
+	p2 := waitroom.StatsBucket{At: at(2*step - msec), Joins: 7, Admissions: 1, EstErrAbsMs: 100, EstErrMs: 100, EstN: 1, EstRelErrBp: 1000,
 		HasGauges: true, Waiting: 40, Active: 2, ETALastMs: 125_000}
 	p2.Waits[waitroom.WaitBin(2*time.Second)] = 1
 	f.addStats("r", p1)
 	f.addStats("r", p2)
 	want := waitroom.StatsBucket{At: at(step), Joins: 12, Admissions: 4, Abandons: 1,
-		EstErrAbsMs: 1000, EstErrMs: -200, EstN: 3, HasGauges: true, Waiting: 40, Active: 2, ETALastMs: 125_000}
+		EstErrAbsMs: 1000, EstErrMs: -200, EstN: 3, EstRelErrBp: 6000, HasGauges: true, Waiting: 40, Active: 2, ETALastMs: 125_000}
 	want.Waits[waitroom.WaitBin(2*time.Second)] = 3
 	want.Waits[waitroom.WaitBin(time.Hour)] = 1
 	f.wantBuckets("after two adds", f.stats("r", base), want)

@@ -267,6 +267,13 @@ func printReport(w io.Writer, r *crowd.Report) {
 	p("slot freed to next told", r.SlotMillis, "ms")
 	fmt.Fprintf(tw, "fairness\t%d inversions, Kendall tau distance %.6f (0 is exact FIFO)\n", r.Inversions, r.KendallTau)
 	p("ETA error", r.ETAErrorSeconds, "s")
+	e := r.ETA
+	p("first ETA error", e.First.RelError, "%")
+	p("all ETAs error", e.All.RelError, "%")
+	fmt.Fprintf(tw, "ETA range\tholds the wait for %.1f%% of first ETAs, %.1f%% of all %d shown; %d ETAs that grew past their range (%d people)\n",
+		100*e.First.Covered, 100*e.All.Covered, e.Shown, e.GrewPastRange, e.GrewPeople)
+	p("ETA not known yet", e.UnknownMillis, "ms")
+	fmt.Fprintf(tw, "ETA not admitted\t%d with the first ETA's range passed, %d pending; %d never shown an ETA\n", e.Overdue, e.Pending, e.Never)
 	fmt.Fprintf(tw, "capacity\tmax active sampled %d of capacity %d\n", r.MaxActive, r.Capacity)
 	fmt.Fprintf(tw, "integrity\t%d duplicate tickets, %d positions that went up, %d reconnects\n", r.DuplicateTickets, r.PositionUps, r.Reconnects)
 	for _, c := range r.Checks {

@@ -315,7 +315,7 @@ func (f *fakeAPI) stats(now time.Time, n int) map[string]any {
 	}
 	return map[string]any{"room": "demo", "at": now.UTC().Format(waitroom.TimeFormat), "step_seconds": 10, "series": series,
 		"waits":    map[string]any{"window_seconds": 900, "count": 12, "p50_ms": 65000, "p90_ms": 185000, "p99_ms": 301000},
-		"estimate": map[string]any{"last_eta_seconds": 95, "count": 12, "mean_error_seconds": -4.5, "mean_abs_error_seconds": 12.25}}
+		"estimate": map[string]any{"last_eta_seconds": 95, "count": 12, "mean_error_seconds": -4.5, "mean_abs_error_seconds": 12.25, "mean_rel_error_pct": 8.5}}
 }
 
 // events is the admin event stream: stats five times a second, the room

@@ -391,8 +391,11 @@ loop:
 	<-sampleDone
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	summarise(rep)
+	var opens int64
 	if rep.Drop != nil {
 		summariseDrop(rep, draw, drawErr)
+		opens = unixMs(rep.Drop.OpensAt)
 	}
+	summariseETAs(rep, opens, time.Now().UnixMilli())
 	return rep, nil
 }

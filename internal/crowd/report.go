@@ -36,10 +36,13 @@ type Report struct {
 	KendallTau       float64     `json:"kendall_tau_distance"`
 	ETAErrorSeconds  Percentiles `json:"eta_abs_error_s"`
 	ETASamples       int         `json:"eta_samples"`
-	Capacity         int         `json:"capacity"`
-	MaxActive        int         `json:"max_active"`
-	Checks           []Check     `json:"position_checks"`
-	Series           []Sample    `json:"series"`
+	// ETA is how good the ETAs were, relative to each person's
+	// remaining wait (see ETAReport).
+	ETA       ETAReport `json:"eta"`
+	Capacity  int       `json:"capacity"`
+	MaxActive int       `json:"max_active"`
+	Checks    []Check   `json:"position_checks"`
+	Series    []Sample  `json:"series"`
 	// Admissions counts admissions (the server's admitted_at) in each
 	// second of the run: element i is second i after Started.
 	Admissions []int    `json:"admissions_per_second"`

@@ -74,15 +74,17 @@ type UserResult struct {
 	FreedAt     int64  `json:"freed_ms,omitempty"` // server's ended_at of the user's admitted session
 	FirstETA    int64  `json:"first_eta_s,omitempty"`
 	FirstETAAt  int64  `json:"first_eta_ms,omitempty"`
-	Updates     int    `json:"updates"`
-	PosUps      int    `json:"pos_ups,omitempty"` // a waiting position that went up: never allowed
-	Reconnects  int    `json:"reconnects,omitempty"`
-	Lost        bool   `json:"lost,omitempty"` // a 404 for a session the server had acknowledged
-	Left        bool   `json:"left,omitempty"`
-	Abandoned   bool   `json:"abandoned,omitempty"`
-	Errors      int    `json:"errors,omitempty"`
-	LastErr     string `json:"last_err,omitempty"`
-	Position    int64  `json:"pos,omitempty"`
+	// ETAs are the distinct ETAs the person's page showed, in order.
+	ETAs       []ETAShown `json:"etas,omitempty"`
+	Updates    int        `json:"updates"`
+	PosUps     int        `json:"pos_ups,omitempty"` // a waiting position that went up: never allowed
+	Reconnects int        `json:"reconnects,omitempty"`
+	Lost       bool       `json:"lost,omitempty"` // a 404 for a session the server had acknowledged
+	Left       bool       `json:"left,omitempty"`
+	Abandoned  bool       `json:"abandoned,omitempty"`
+	Errors     int        `json:"errors,omitempty"`
+	LastErr    string     `json:"last_err,omitempty"`
+	Position   int64      `json:"pos,omitempty"`
 	// Entry is the public entry of a user who joined a scheduled room's
 	// pre-queue (an entrant), as the published draw names it.
 	Entry string `json:"entry,omitempty"`
@@ -301,6 +303,9 @@ func (u *user) observe(ctx context.Context, s waitroom.Session) {
 	}
 	if s.ETA != nil && u.res.FirstETAAt == 0 {
 		u.res.FirstETA, u.res.FirstETAAt = s.ETA.Seconds, now
+	}
+	if s.ETA != nil && s.Status == waitroom.StatusWaiting {
+		u.res.noteETA(now, s.ETA.Seconds, s.ETA.Low, s.ETA.High)
 	}
 	admitted := s.Status == waitroom.StatusActive && u.res.AdmittedAt == 0
 	if admitted {

@@ -136,7 +136,7 @@ func compareInt(a, b int64) int {
 type statsRec struct {
 	at                                        int64 // unix ms
 	joins, admissions, abandons, errAbs, errs int64
-	estN                                      int64
+	estN, relBp                               int64
 	hasGauges                                 bool
 	waiting, active                           int
 	eta                                       int64
@@ -191,6 +191,7 @@ func (r *statsRec) merge(b *waitroom.StatsBucket) {
 	r.errAbs += b.EstErrAbsMs
 	r.errs += b.EstErrMs
 	r.estN += b.EstN
+	r.relBp += b.EstRelErrBp
 	if b.HasGauges {
 		r.hasGauges = true
 		r.waiting, r.active, r.eta = b.Waiting, b.Active, b.ETALastMs
@@ -213,7 +214,7 @@ func (r *statsRec) bucket() waitroom.StatsBucket {
 	b := waitroom.StatsBucket{
 		At:    time.UnixMilli(r.at).UTC(),
 		Joins: r.joins, Admissions: r.admissions, Abandons: r.abandons,
-		EstErrAbsMs: r.errAbs, EstErrMs: r.errs, EstN: r.estN,
+		EstErrAbsMs: r.errAbs, EstErrMs: r.errs, EstN: r.estN, EstRelErrBp: r.relBp,
 		HasGauges: r.hasGauges, Waiting: r.waiting, Active: r.active, ETALastMs: r.eta,
 	}
 	for _, c := range r.waits {

@@ -268,7 +268,17 @@ func addError(b *waitroom.StatsBucket, e, wait int64) {
 	d := wait - e
 	b.EstErrMs += d
 	b.EstErrAbsMs += max(d, -d)
+	b.EstRelErrBp += RelErrorBp(e, wait)
 	b.EstN++
+}
+
+// RelErrorBp is the error of an estimate e of a wait against the actual
+// wait (both in ms) relative to the actual wait, taken as at least a second
+// (the resolution of an ETA), in basis points: the definition `waitroom
+// load` reports too.
+func RelErrorBp(e, wait int64) int64 {
+	d := wait - e
+	return 10_000 * max(d, -d) / max(wait, 1000)
 }
 
 // bucket returns the counts of bucket at (unix ms) not yet written.

@@ -513,11 +513,12 @@ func TestEstimatorETA(t *testing.T) {
 		t.Fatal("an estimate before any admission")
 	}
 	for i := range 3 {
-		if _, err := s.Leave(ctx, "r", ids[i], waitroom.ReasonLeft, at(time.Duration(10+10*i)*sec)); err != nil {
+		if _, err := s.Leave(ctx, "r", ids[i], waitroom.ReasonLeft, at(time.Duration(10+30*i)*sec)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now := at(35 * sec)
+	// Three departures over a minute: the least an estimate rests on.
+	now := at(75 * sec)
 	got, ok := f("r", 2, now)
 	want := waitroom.Session{Room: "r", Status: waitroom.StatusWaiting, Position: 2}
 	est.Fill(&want, now)

@@ -51,12 +51,15 @@ type Waits struct {
 // the last person in line now (nil when nobody waits or there is none),
 // and, over the last 15 minutes, the mean error and mean absolute error
 // of the estimates of admitted sessions (actual wait − estimate; positive:
-// people waited longer than told) over Count admissions.
+// people waited longer than told) over Count admissions, and the mean
+// absolute error relative to each actual wait (in percent; see
+// RelErrorBp).
 type Estimate struct {
 	LastETASeconds      *float64 `json:"last_eta_seconds"`
 	Count               int64    `json:"count"`
 	MeanErrorSeconds    float64  `json:"mean_error_seconds"`
 	MeanAbsErrorSeconds float64  `json:"mean_abs_error_seconds"`
+	MeanRelErrorPct     float64  `json:"mean_rel_error_pct"`
 }
 
 // The summary's shape.
@@ -98,7 +101,7 @@ func summarize(room string, now time.Time, buckets []waitroom.StatsBucket) Summa
 		Waits:  Waits{WindowSeconds: int(Window / time.Second)},
 	}
 	var hist [waitroom.WaitBins]int64
-	var errMs, errAbsMs int64
+	var errMs, errAbsMs, relBp int64
 	var waiting, active int
 	eta := int64(-1)
 	j := 0
@@ -124,6 +127,7 @@ func summarize(room string, now time.Time, buckets []waitroom.StatsBucket) Summa
 				s.Estimate.Count += b.EstN
 				errMs += b.EstErrMs
 				errAbsMs += b.EstErrAbsMs
+				relBp += b.EstRelErrBp
 			}
 		}
 		p.Waiting, p.Active = waiting, active
@@ -146,6 +150,7 @@ func summarize(room string, now time.Time, buckets []waitroom.StatsBucket) Summa
 	if n := s.Estimate.Count; n > 0 {
 		s.Estimate.MeanErrorSeconds = roundMs(float64(errMs) / float64(n) / 1000)
 		s.Estimate.MeanAbsErrorSeconds = roundMs(float64(errAbsMs) / float64(n) / 1000)
+		s.Estimate.MeanRelErrorPct = math.Round(float64(relBp)/float64(n)) / 100
 	}
 	return s
 }

@@ -147,3 +147,18 @@ func TestSummaryOfAnHour(t *testing.T) {
 		t.Fatalf("Summary of a bad name: %v", err)
 	}
 }
+
+// TestRelErrorBp: an estimate's error is relative to the actual wait,
+// taken as at least a second.
+func TestRelErrorBp(t *testing.T) {
+	for _, c := range []struct{ e, wait, want int64 }{
+		{9_000, 10_000, 1_000},  // told 9s, waited 10s: 10%
+		{12_000, 10_000, 2_000}, // told 12s: 20%
+		{1_000, 500, 5_000},     // told 1s, waited half a second: 0.5s of a second
+		{10_000, 10_000, 0},
+	} {
+		if got := roomstats.RelErrorBp(c.e, c.wait); got != c.want {
+			t.Errorf("RelErrorBp(%d, %d) = %d, want %d", c.e, c.wait, got, c.want)
+		}
+	}
+}

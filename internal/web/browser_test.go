@@ -332,11 +332,27 @@ func TestBrowserPageOnPhoneAndInGerman(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	// Thirty admissions give the estimator a rate (fewer would need ten
-	// seconds of them).
-	cfg := config(30, "/target/")
-	s.room("tickets", cfg)
-	q.navigate(s.srv.URL + "/r/tickets")
+	// 150 departures give the estimator a rate (fewer would need a
+	// minute of them; the fill of a room's capacity is none): a room of
+	// 150 fills, and its 150 leave, making room for 150 more.
+	ctx := context.Background()
+	s.room("shows", config(150, "/target/"))
+	var first []string
+	for i := range 300 {
+		x, err := s.store.Join(ctx, "shows", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 150 {
+			first = append(first, x.ID)
+		}
+	}
+	for _, id := range first {
+		if _, err := s.store.Leave(ctx, "shows", id, waitroom.ReasonLeft, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.navigate(s.srv.URL + "/r/shows")
 	if !q.waitUntil(5*time.Second, `document.getElementById("waitroom").dataset.live === "sse"`) {
 		t.Fatalf("the live stream did not connect")
 	}

@@ -78,7 +78,8 @@ window.waitroomCharts = (c) => {
     setText($("stat-p99"), ms(w.p99_ms));
     if (est.count > 0 && typeof est.mean_abs_error_seconds === "number") {
       const bias = est.mean_error_seconds || 0;
-      setText($("stat-esterr"), "± " + fmtSecs(est.mean_abs_error_seconds) + " (" +
+      const rel = typeof est.mean_rel_error_pct === "number" ? Math.round(est.mean_rel_error_pct) + "% of the wait, " : "";
+      setText($("stat-esterr"), "± " + fmtSecs(est.mean_abs_error_seconds) + " (" + rel +
         (bias > 0 ? "late by " : bias < 0 ? "early by " : "bias ") + fmtSecs(Math.abs(bias)) +
         ", " + fmt(est.count) + " admissions)");
     } else {

@@ -69,6 +69,8 @@ declare namespace Waitroom {
     eta_seconds?: number;
     eta_low_seconds?: number;
     eta_high_seconds?: number;
+    /** Why a waiting session in line has no estimate yet: "starting" (its room has not freed slots often enough yet to tell how fast the line moves), "paused", "stalled" (no slot freed for ten minutes). */
+    eta_unknown?: "starting" | "paused" | "stalled";
     /** The public name of a session that entered a pre-queue, as the published draw lists it. */
     entry?: string;
     /** Units neither sold nor reserved (a room with an inventory). */
