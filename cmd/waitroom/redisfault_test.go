@@ -59,6 +59,7 @@ type faultEntry struct {
 	ticket  int64
 	ackAt   time.Time
 	left    bool // a leave was acknowledged
+	leftAt  time.Time
 	// leaveUnsure: a leave was sent and answered 503 or not at all, so it
 	// may or may not have happened.
 	leaveUnsure bool
@@ -79,6 +80,18 @@ type faultLedger struct {
 	// slowest503 is the longest a request took to be answered 503.
 	slowest503 time.Duration
 	problems   []string
+	// reissued holds tickets answered to a second join, and gone the
+	// entries whose leave was answered session_not_found: each is a
+	// failure unless the first holder's join was lost within the window
+	// the store's durability allows (verify decides, once it knows).
+	reissued []reissue
+	gone     []*faultEntry
+}
+
+// reissue is a ticket answered to two joins: first's, then second's.
+type reissue struct {
+	ticket        int64
+	first, second string
 }
 
 func (l *faultLedger) problem(format string, args ...any) {
@@ -94,6 +107,9 @@ type faultRig struct {
 	procs   []*process
 	clients []*client.Client
 	l       *faultLedger
+	// lossWindow is how long before a crash an acknowledged write may be
+	// lost (AOF everysec); 0: nothing may be.
+	lossWindow time.Duration
 }
 
 func newFaultRig(t *testing.T, aof redistest.Option, procs int) *faultRig {
@@ -152,7 +168,7 @@ func (r *faultRig) worker(w int, stop <-chan struct{}) {
 			switch {
 			case err == nil:
 				mine = append(mine[:k], mine[k+1:]...)
-				e.left, e.leaveUnsure = true, false
+				e.left, e.leftAt, e.leaveUnsure = true, time.Now(), false
 				l.leaves++
 				l.lastOK[pi] = time.Now()
 				if s.Status != waitroom.StatusLeft || s.Ticket != e.ticket {
@@ -162,6 +178,10 @@ func (r *faultRig) worker(w int, stop <-chan struct{}) {
 				// Maybe done: try the leave again later, and the check
 				// accepts either outcome until an answer says which.
 				e.leaveUnsure = true
+			case waitroom.ErrorCode(err) == waitroom.CodeSessionNotFound:
+				// Its join may have been lost with Redis: verify says.
+				mine = append(mine[:k], mine[k+1:]...)
+				l.gone = append(l.gone, e)
 			default:
 				l.problem("leave of ticket %d: %v", e.ticket, err)
 			}
@@ -175,7 +195,7 @@ func (r *faultRig) worker(w int, stop <-chan struct{}) {
 			case err == nil:
 				e := &faultEntry{id: s.ID, key: key, ticket: s.Ticket, ackAt: time.Now()}
 				if other, dup := l.tickets[s.Ticket]; dup {
-					l.problem("ticket %d issued twice (%s and %s)", s.Ticket, other, s.ID)
+					l.reissued = append(l.reissued, reissue{s.Ticket, other, s.ID})
 				}
 				l.tickets[s.Ticket] = s.ID
 				l.byKey[key], l.byID[s.ID] = e, e
@@ -326,6 +346,7 @@ func (r *faultRig) verify(fault time.Time) faultOutcome {
 
 	// First the acknowledged joins, before any new join could take a
 	// lost one's ticket or key.
+	lost := map[string]bool{}
 	for _, e := range l.byID {
 		out.acked++
 		s, err := c.Session(ctx(t), faultRoom, e.id)
@@ -333,6 +354,7 @@ func (r *faultRig) verify(fault time.Time) faultOutcome {
 		case waitroom.ErrorCode(err) == waitroom.CodeSessionNotFound:
 			out.lost++
 			out.lostWindow = max(out.lostWindow, fault.Sub(e.ackAt))
+			lost[e.id] = true
 			continue
 		case err != nil:
 			t.Fatalf("reading ticket %d: %v", e.ticket, err)
@@ -341,12 +363,30 @@ func (r *faultRig) verify(fault time.Time) faultOutcome {
 			t.Errorf("ticket %d (key %s) reads as ticket %d key %q", e.ticket, e.key, s.Ticket, s.Key)
 		}
 		switch {
+		case e.left && s.Status != waitroom.StatusLeft && s.Status.Live() && r.lossWindow > 0 && fault.Sub(e.leftAt) <= r.lossWindow:
+			// The leave was lost with Redis, within the window its
+			// durability allows: the session is live again.
+			out.lost++
+			out.lostWindow = max(out.lostWindow, fault.Sub(e.leftAt))
 		case e.left && s.Status != waitroom.StatusLeft:
 			t.Errorf("ticket %d: leave acknowledged, but it is %s", e.ticket, s.Status)
 		case !e.left && !e.leaveUnsure && !s.Status.Live():
 			t.Errorf("ticket %d: never left, but it is %s/%s", e.ticket, s.Status, s.EndReason)
 		case e.leaveUnsure && !s.Status.Live() && (s.Status != waitroom.StatusLeft || s.EndReason != waitroom.ReasonLeft):
 			t.Errorf("ticket %d: a leave may have landed, but it is %s/%s", e.ticket, s.Status, s.EndReason)
+		}
+	}
+	// A ticket answered twice, or a leave told its session does not
+	// exist, is only the consequence of a join Redis lost (within the
+	// window its durability allows), never of anything else.
+	for _, x := range l.reissued {
+		if !lost[x.first] || r.lossWindow == 0 {
+			t.Errorf("ticket %d issued twice (%s and %s), and the first was not a join lost with Redis", x.ticket, x.first, x.second)
+		}
+	}
+	for _, e := range l.gone {
+		if !lost[e.id] || r.lossWindow == 0 {
+			t.Errorf("leave of ticket %d: session_not_found, and its join was not lost with Redis", e.ticket)
 		}
 	}
 	// Joins answered 503 or not at all: join again with the key. Either
@@ -460,6 +500,7 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newFaultRig(t, tc.aof, 2)
+			r.lossWindow = tc.maxLostWindow
 			stop := r.load()
 			r.waitAcked(300)
 			fault := time.Now()
