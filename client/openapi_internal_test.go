@@ -610,8 +610,16 @@ func TestClientTypesAgainstOpenAPI(t *testing.T) {
 
 	// waitroom.Session: the fields its encoder writes, over every status.
 	written := map[string]bool{}
+	// A waiting session whose ETA is not known yet says why instead.
+	noETA := fullSession(waitroom.StatusWaiting)
+	noETA.ETA, noETA.ETAUnknown = nil, "starting"
+	sessions := []waitroom.Session{noETA}
 	for _, st := range []waitroom.Status{waitroom.StatusWaiting, waitroom.StatusInvited, waitroom.StatusActive, waitroom.StatusServed, waitroom.StatusLeft, waitroom.StatusExpired} {
-		b, err := json.Marshal(fullSession(st))
+		sessions = append(sessions, fullSession(st))
+	}
+	for _, x := range sessions {
+		st := x.Status
+		b, err := json.Marshal(x)
 		if err != nil {
 			t.Fatal(err)
 		}
