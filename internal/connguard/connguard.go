@@ -29,6 +29,12 @@
 // handler takes the connection over (Hijack: WebSocket, event streams) the
 // guard steps aside.
 //
+// Every answer written while the client still sends what it will not read
+// (the guard's refusals, and net/http's answers that leave a body unread:
+// 413 over a body limit, or any that did not need the body) is followed by
+// a lingering close, bounded in time and bytes (see Linger), so that the
+// close does not reset the answer away before the client reads it.
+//
 // Use Guard on the server's listener; it installs the http.Server's
 // ConnState hook it needs.
 package connguard
