@@ -72,7 +72,7 @@ func TestLingerBounds(t *testing.T) {
 	t.Run("quiet", func(t *testing.T) {
 		s, c := pair(t)
 		_, _ = c.Write(make([]byte, 10))
-		if n, err := linger(s, hour, 100*time.Millisecond, most); n != 10 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		if n, err := linger(s, hour, time.Second, most); n != 10 || !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("linger = %d, %v; want 10, deadline exceeded", n, err)
 		}
 	})
