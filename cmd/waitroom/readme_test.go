@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -589,4 +590,159 @@ func firstLine(s string) string {
 		l = l[:67] + "…"
 	}
 	return l
+}
+
+// TestREADMEWaitingPage serves the example page of the README's "Waiting
+// page" section (its ```html block) with the real binary, in English and
+// German, and checks the start-up error the section shows (its ```text
+// block) for the same page with {{.Position}} misspelt as {{.Positon}}.
+func TestREADMEWaitingPage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatalf("README: %v", err)
+	}
+	page, wantErr, err := readmeWaitingPage(string(raw))
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	templates := filepath.Join(dir, "templates")
+	if err := os.Mkdir(templates, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(templates, "page.html"), []byte(page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, token := startCrashServer(t, bin, filepath.Join(dir, "data"), []string{"--templates", templates})
+	// A room of capacity 0, as the section suggests, keeps its visitors
+	// waiting, the state with the most on the page.
+	put, err := http.NewRequest(http.MethodPut, p.url+"/v1/rooms/wait", strings.NewReader(`{"capacity":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(put)
+	if err != nil {
+		t.Fatalf("PUT /v1/rooms/wait: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT /v1/rooms/wait: %d, want 201", resp.StatusCode)
+	}
+	// Every line of the example without a template action is written as
+	// is, so finding them all shows the page is the README's.
+	var literal []string
+	for _, l := range strings.Split(page, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "{{") {
+			literal = append(literal, l)
+		}
+	}
+	for i, lang := range []string{"en", "de"} {
+		// Each request, without a cookie, is one more visitor in line.
+		req, err := http.NewRequest(http.MethodGet, p.url+"/r/wait", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept-Language", lang)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET /r/wait: %v", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET /r/wait: %v", err)
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Language") != lang {
+			t.Errorf("GET /r/wait in %s: %d, Content-Language %q; want 200 in %s\n%s", lang, resp.StatusCode, resp.Header.Get("Content-Language"), lang, body)
+			continue
+		}
+		for _, want := range append(literal, `<html lang="`+lang+`">`, `data-lang="`+lang+`"`, fmt.Sprintf(`data-waitroom="position">%d<`, i+1)) {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("the README's example page in %s: %q is not in the page served:\n%s", lang, want, body)
+			}
+		}
+	}
+
+	// The same page with a misspelt field stops the start, as shown.
+	broken := strings.Replace(page, "{{.Position}}", "{{.Positon}}", 1)
+	if broken == page {
+		t.Fatal(`README.md: the "Waiting page" example has no {{.Position}} to misspell for the start-up error it shows`)
+	}
+	if err := os.WriteFile(filepath.Join(templates, "page.html"), []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--templates", "templates", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data2"))
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WAITROOM_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute): // a hang guard
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("waitroom serve with a broken template still ran after 2 minutes; stderr:\n%s", stderr.String())
+	}
+	if err == nil {
+		t.Errorf("waitroom serve with a broken template exited 0, want a failure")
+	}
+	found := false
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.TrimSpace(l) == wantErr {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("README.md shows the start-up error\n  %s\nbut waitroom serve --templates templates printed:\n%s", wantErr, stderr.String())
+	}
+}
+
+// readmeWaitingPage returns the "Waiting page" section's example page (its
+// ```html block) and the start-up error it shows (the first line of the
+// ```text block after `waitroom serve --templates templates`).
+func readmeWaitingPage(readme string) (page, startErr string, err error) {
+	lines := strings.Split(readme, "\n")
+	start, end := -1, len(lines)
+	for i, l := range lines {
+		switch {
+		case start < 0 && strings.HasPrefix(l, "## Waiting page"):
+			start = i
+		case start >= 0 && strings.HasPrefix(l, "## "):
+			end = i
+		}
+		if end < len(lines) {
+			break
+		}
+	}
+	if start < 0 {
+		return "", "", errors.New(`no section "## Waiting page"`)
+	}
+	blocks, err := readmeBlocks(lines, start, end)
+	if err != nil {
+		return "", "", err
+	}
+	for i, b := range blocks {
+		switch {
+		case b.lang == "html" && page == "":
+			page = b.text
+		case b.lang == "sh" && strings.TrimSpace(b.text) == "waitroom serve --templates templates" &&
+			i+1 < len(blocks) && blocks[i+1].lang == "text" && blocks[i+1].after:
+			startErr, _, _ = strings.Cut(strings.TrimSpace(blocks[i+1].text), "\n")
+		}
+	}
+	if page == "" || startErr == "" {
+		return "", "", errors.New(`the "Waiting page" section needs its example page in a ` + "```html" + ` block and, after ` + "```sh waitroom serve --templates templates" + `, the start-up error in a ` + "```text" + ` block`)
+	}
+	return page, startErr, nil
 }
