@@ -120,7 +120,10 @@ func TestREADMEWalkthrough(t *testing.T) {
 			diffs = compareText(st.want, out)
 		}
 		if len(diffs) > 0 {
-			t.Errorf("%s: the answer shown at README.md:%d is not what the server says:\n  %s\nthe server printed:\n%s\nstderr:\n%s",
+			if errOut != "" {
+				errOut = "stderr:\n" + errOut
+			}
+			t.Errorf("%s: the answer shown at README.md:%d is not what the server says:\n  %s\nthe server printed:\n%s%s",
 				where, st.wantLine, strings.Join(diffs, "\n  "), out, errOut)
 		}
 	}
