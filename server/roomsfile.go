@@ -129,11 +129,18 @@ func (s *Server) applyRoomsLocked(ctx context.Context, f *roomsfile.File, rep *R
 			return fmt.Errorf("room %q: %w", r.Name, err)
 		}
 		detail := map[string]any{"created": room.RoomConfig}
-		if created {
+		switch changes := configChanges(cur.RoomConfig, room.RoomConfig); {
+		case created:
 			rep.Created = append(rep.Created, r.Name)
-		} else {
+		case !exists:
+			// Made by someone else (another process applying the same
+			// file, say) between the read and the write: what it was
+			// before is not known, so the entry says what it is now.
 			rep.Changed = append(rep.Changed, r.Name)
-			detail = map[string]any{"changed": configChanges(cur.RoomConfig, room.RoomConfig)}
+			detail = map[string]any{"set": room.RoomConfig}
+		default:
+			rep.Changed = append(rep.Changed, r.Name)
+			detail = map[string]any{"changed": changes}
 		}
 		s.audit(ctx, waitroom.AuditEntry{At: now, Room: r.Name, Actor: waitroom.AuditActorFile, Action: waitroom.AuditConfig, Detail: auditDetail(detail)})
 	}
