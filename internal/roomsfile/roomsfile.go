@@ -188,13 +188,21 @@ func fieldMessage(fields map[string]json.RawMessage, err error) string {
 }
 
 // oneLine joins a multi-line message (the YAML parser's list of errors)
-// into one line, so that a refused start is one clear line.
+// into one line, so that a refused start is one clear line; past the
+// first few problems it says how many more there are.
 func oneLine(msg string) string {
+	const most = 4 // the parser's heading and three problems
 	var parts []string
+	n := 0
 	for l := range strings.SplitSeq(msg, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, strings.TrimSuffix(l, ":"))
+			if n++; n <= most {
+				parts = append(parts, strings.TrimSuffix(l, ":"))
+			}
 		}
+	}
+	if n > most {
+		parts = append(parts, fmt.Sprintf("and %d more", n-most))
 	}
 	return strings.Join(parts, ": ")
 }

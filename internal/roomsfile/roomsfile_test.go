@@ -111,6 +111,11 @@ func TestParseErrorsNameFileRoomAndSetting(t *testing.T) {
 			t.Errorf("Parse(%q) = %q, want one line starting %q", in, err, want)
 		}
 	}
+	// A thousand problems are reported as the first few and a count.
+	dup := "rooms:\n" + strings.Repeat("  a: {}\n", 1000)
+	if _, err := roomsfile.Parse("dup.yaml", []byte(dup)); err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "and 996 more") {
+		t.Errorf("Parse of a room given 1000 times = %v, want a short line with a count", err)
+	}
 	if _, err := roomsfile.Parse("big.yaml", make([]byte, roomsfile.MaxSize+1)); err == nil || !strings.HasPrefix(err.Error(), "big.yaml: the file is") {
 		t.Errorf("Parse of an oversized file = %v", err)
 	}
