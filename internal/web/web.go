@@ -37,19 +37,24 @@ const (
 )
 
 // The demo's room and the path of its sample app, which is the room's
-// target_url.
+// target_url. The room is not "demo", which the README's walkthrough (and
+// so many an operator's first room) uses: --demo must not meet a room of
+// someone else's.
 const (
-	DemoRoom    = "demo"
+	DemoRoom    = "demo-room"
 	DemoAppPath = "/demo/app/"
 )
 
 // Prefixes returns the paths a server routes to a handler made with cfg:
-// PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix and, with
-// cfg.Demo, DemoPrefix.
+// PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix, with
+// cfg.Demo DemoPrefix and with cfg.Home HomePath.
 func Prefixes(cfg Config) []string {
 	p := []string{PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix}
 	if cfg.Demo {
 		p = append(p, DemoPrefix)
+	}
+	if cfg.Home {
+		p = append(p, HomePath)
 	}
 	return p
 }
@@ -93,6 +98,9 @@ type Config struct {
 	// with a Leave button, and DemoPrefix itself a page that puts each
 	// browser tab in the line as one more person, using /waitroom.js.
 	Demo bool
+	// Home serves the home page at HomePath (the server's root), unless the
+	// root is someone else's (the app --upstream protects).
+	Home bool
 }
 
 // Handler serves the waiting pages, the JavaScript client and (optionally)
@@ -111,6 +119,8 @@ type Handler struct {
 	admit    *admit.Admission
 	pages    *pageTemplates
 	mux      *http.ServeMux
+	// demo says whether the demo is served (the home page links it).
+	demo bool
 }
 
 // New returns the handler for cfg. It fails when cfg.Templates cannot be
@@ -147,8 +157,9 @@ func New(cfg Config) (*Handler, error) {
 		admit:    cfg.Admit,
 		pages:    pages,
 		mux:      http.NewServeMux(),
+		demo:     cfg.Demo,
 	}
-	h.routes(cfg.Demo)
+	h.routes(cfg.Demo, cfg.Home)
 	return h, nil
 }
 
@@ -165,7 +176,7 @@ func NewHandler(cfg Config) http.Handler {
 }
 
 // routes registers every path the handler answers.
-func (h *Handler) routes(demo bool) {
+func (h *Handler) routes(demo, home bool) {
 	m := h.mux
 	m.HandleFunc("GET /r/{room}", h.page)
 	m.HandleFunc("POST /r/{room}", h.rejoin)
@@ -180,6 +191,9 @@ func (h *Handler) routes(demo bool) {
 	if demo {
 		m.HandleFunc("GET "+DemoPrefix+"{$}", h.demoClient)
 		m.HandleFunc("GET "+DemoAppPath+"{$}", h.demoApp)
+	}
+	if home {
+		m.HandleFunc("GET "+HomePath, h.home)
 	}
 }
 
