@@ -365,10 +365,31 @@ func ParseRoomConfig(data []byte) (RoomConfig, error) {
 		}
 		return RoomConfig{}, err
 	}
+	if err := checkNotEmpty(data); err != nil {
+		return RoomConfig{}, err
+	}
 	if c.HoldPlaces && c.ClaimWindow == 0 {
 		c.ClaimWindow = DefaultClaimWindow
 	}
 	return c.Normalize(), c.Validate()
+}
+
+// checkNotEmpty refuses "" for the fields whose absence is their default
+// but whose values are a list of words (the document's enums): in the
+// configuration "" would read as absent, which the document does not say.
+func checkNotEmpty(data []byte) error {
+	var sent struct {
+		Challenge  *string `json:"challenge"`
+		TierPolicy *string `json:"tier_policy"`
+	}
+	_ = json.Unmarshal(data, &sent) // DecodeJSON read it already
+	switch {
+	case sent.Challenge != nil && *sent.Challenge == "":
+		return Errorf(CodeInvalidConfig, "challenge must be \"pow\", or left out for none; not \"\".")
+	case sent.TierPolicy != nil && *sent.TierPolicy == "":
+		return Errorf(CodeInvalidConfig, "tier_policy must be \"strict\" or \"weighted\", or left out for strict; not \"\".")
+	}
+	return nil
 }
 
 // DecodeJSON decodes exactly one JSON value from data into v, refusing unknown
