@@ -135,6 +135,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		mux.Handle(prefix, pages)
 	}
 	mux.Handle(console.Prefix, cons.Handler())
+	mux.Handle(console.Path, cons.Handler()) // its own 301, not the mux's 307
 	gh := gt.Handler()
 	mux.Handle(gatekeeper.Prefix, gh)
 	mux.Handle(gatekeeper.JWKSPath, gh)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -204,7 +205,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
-	if _, pattern := h.mux.Handler(r); pattern == "" && !h.otherMethod(r) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		if allow := h.allowed(r); allow != "" {
+			// A route of another method, such as GET /r/{room}/join, whether
+			// or not the room exists: 405 with Allow in the API's JSON, as
+			// every route of the server answers a method it does not serve.
+			hd.Set("Allow", allow)
+			hd.Set("Cache-Control", "no-store")
+			apierror.WriteMessage(w, http.StatusMethodNotAllowed, waitroom.CodeMethodNotAllowed,
+				"This page is not answered to "+clipMethod(r.Method)+"; allowed: "+allow+".")
+			return
+		}
 		lang := pickLanguage(r.Header.Get("Accept-Language"))
 		h.errorPage(w, r, lang, apierror.Status(waitroom.CodeNotFound), lang.NotFoundTitle, lang.PageNotFound)
 		return
@@ -212,16 +223,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// otherMethod reports whether r's path is served for GET, so that r is
-// answered 405 Method Not Allowed by the mux rather than 404.
-func (h *Handler) otherMethod(r *http.Request) bool {
-	if r.Method == http.MethodGet {
-		return false
+// allowed returns the methods a route serves r's path with, as an Allow
+// header ("GET, HEAD, POST"), or "" when no route serves the path.
+func (h *Handler) allowed(r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		o := r.Clone(r.Context())
+		o.Method = m
+		if _, pattern := h.mux.Handler(o); pattern != "" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
 	}
-	g := r.Clone(r.Context())
-	g.Method = http.MethodGet
-	_, pattern := h.mux.Handler(g)
-	return pattern != ""
+	return strings.Join(allow, ", ")
+}
+
+// clipMethod keeps a method short enough to quote.
+func clipMethod(m string) string {
+	if len(m) > 16 {
+		return m[:16] + "…"
+	}
+	return m
 }
 
 // nonce returns a fresh value for the Content-Security-Policy nonce that
