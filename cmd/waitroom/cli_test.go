@@ -132,7 +132,7 @@ func TestStoreAndTemplatesHelp(t *testing.T) {
 // the help is, at most three lines on stderr, nothing on stdout, and exit
 // status 2; so is an unknown command.
 func TestBadFlagIsOneLine(t *testing.T) {
-	cases := [][]string{{"frobnicate"}}
+	cases := [][]string{{"frobnicate"}, {"help", "frobnicate"}}
 	for _, cmd := range helpedCommands(t) {
 		cases = append(cases, append(slices.Clone(cmd), "--no-such-flag"))
 	}

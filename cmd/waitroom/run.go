@@ -60,6 +60,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return versionCommand(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if cmd == "help" && len(rest) > 0 && !slices.Contains([]string{"help", "-h", "-help", "--help"}, rest[0]) {
+			if !strings.Contains(usageText, "\n\t"+rest[0]+" ") {
+				fmt.Fprintf(stderr, "waitroom help: no command %q\nsee `waitroom -h` for the commands\n", rest[0])
+				return &usageError{fmt.Sprintf("no command %q", rest[0])}
+			}
 			// "waitroom help load" is "waitroom load -h" (and "help invite
 			// mint" is "invite mint -h"), printed to stdout: it was asked for.
 			return run(ctx, append(slices.Clone(rest), "-h"), getenv, stdout, stdout)
