@@ -77,11 +77,11 @@ type Server struct {
 }
 
 // New builds a server from cfg. Nothing listens until Serve. On error,
-// whatever New had started is stopped again, and a data folder New made
-// is removed: a start that fails leaves nothing behind. The store is
-// opened before anything is written to the data folder (the SQLite store
-// is the database file there), so a store that cannot be reached writes
-// nothing.
+// whatever New had started is stopped again and what it wrote to the data
+// folder is removed: a start that fails leaves nothing behind. The store
+// is opened before anything else is written there (the SQLite store is
+// the database file in it), so a store that cannot be reached writes
+// nothing at all.
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
