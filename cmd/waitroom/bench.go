@@ -27,7 +27,7 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	jsonOut := fs.String("json", "", "also write the table to this `file` as JSON")
 	sizes := fs.String("sizes", "", "comma-separated line `lengths` for the engine rows (default 10000,100000,1000000)")
 	perSide := fs.Duration("time", 0, "how long each side of a row is measured (default 3s, 600ms with --quick)")
-	rounds := fs.Int("rounds", 3, "how many times subject and baseline `alternate` in a row")
+	rounds := fs.Int("rounds", 3, "how many `times` subject and baseline alternate in a row")
 	only := fs.String("only", "", "comma-separated `groups` of rows to run: engine, durable, http, redis, draw, webhooks (default all)")
 	callers := fs.String("callers", "", "comma-separated concurrent `callers` for the Redis rows; the first also for the durable and HTTP rows, the largest for a second HTTP durable-join row (default 64,256)")
 	drawEntrants := fs.Int("draw-entrants", 0, "how many `entrants` the draw rows draw (default 100000, 25000 with --quick)")
