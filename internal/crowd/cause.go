@@ -17,7 +17,12 @@ type statusError struct {
 	body   string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("%d %s", e.status, e.body) }
+func (e *statusError) Error() string {
+	if e.body == "" {
+		return fmt.Sprintf("%d %s", e.status, http.StatusText(e.status))
+	}
+	return fmt.Sprintf("%d %s", e.status, e.body)
+}
 
 // newStatusError reads the error code of a waitroom error body
 // ({"error":{"code":…}}) when there is one.

@@ -492,6 +492,8 @@ func preflight(ctx context.Context, cfg Config, opt Options) (created bool, err 
 			created = true
 		case errors.As(err, &answer) && answer.code == string(waitroom.CodeRoomNotFound):
 			return false, &NoRoomError{Room: cfg.Room, Target: base}
+		case errors.As(err, &answer) && answer.code == "":
+			return false, fmt.Errorf("%s answered GET /v1/rooms/%s with %s, not a waitroom answer: is it a waitroom server?", base, cfg.Room, answer)
 		case errors.As(err, &answer):
 			return false, fmt.Errorf("%s answered GET /v1/rooms/%s with %s", base, cfg.Room, answer)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
