@@ -18,9 +18,11 @@ var version string
 func versionCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: waitroom version\n\nPrints the version, the Go version and the VCS revision.\n")
-	}
+	setHelp(fs, helpText{
+		usage:    "waitroom version",
+		about:    "Prints the version, the Go version and the VCS revision the binary was built from.",
+		examples: []string{"waitroom version"},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
