@@ -22,7 +22,7 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setHelp(fs, benchHelp)
-	quick := fs.Bool("quick", false, "a short run: about a minute on two cores (62 s measured; the full table takes about 3 minutes)")
+	quick := fs.Bool("quick", false, "a short run: about a minute on two cores (the full table takes about 3)")
 	redisURL := fs.String("redis", "", "measure on this Redis (`URL` redis://… or host:port); default: start redis-server from PATH on a free port")
 	jsonOut := fs.String("json", "", "also write the table to this `file` as JSON")
 	sizes := fs.String("sizes", "", "comma-separated line `lengths` for the engine rows (default 10000,100000,1000000)")

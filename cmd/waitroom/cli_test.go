@@ -124,7 +124,7 @@ func TestStoreAndTemplatesHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`(?m)^#+ Waiting page`).Match(readme) {
-		t.Log(`the README has no "Waiting page" section yet (issue 24 adds it with the docs)`)
+		t.Error(`the README has no "Waiting page" section, which --templates help points at`)
 	}
 }
 
