@@ -58,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return inviteCommand(rest, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
