@@ -154,7 +154,7 @@ CONTAINER_FLAGS ?=
 image:
 	@[ -n "$(CONTAINER)" ] || { echo "image: neither podman nor docker is installed (apt-get install podman)" >&2; exit 1; }
 	@[ -f "$(CA_CERTS)" ] || { echo "image: no CA certificates at $(CA_CERTS) (apt-get install ca-certificates, or set CA_CERTS)" >&2; exit 1; }
-	rm -rf $(DIST)/image && mkdir -p $(DIST)/image/data
+	rm -rf $(DIST)/image && mkdir -p $(DIST)/image/data/keys
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/image/waitroom ./cmd/waitroom
 	cp $(CA_CERTS) $(DIST)/image/ca-certificates.crt
 	cp deploy/image/passwd deploy/image/group $(DIST)/image/
