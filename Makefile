@@ -133,7 +133,8 @@ release:
 			file -b $$out | grep -q 'statically linked' || { echo "release: $$out is not statically linked: $$(file -b $$out)" >&2; exit 1; }; \
 		fi; \
 		if [ $$os = $$($(GO) env GOHOSTOS) ] && [ $$arch = $$($(GO) env GOHOSTARCH) ]; then \
-			./$$out version | grep -qF "revision:  $(REVISION)" || { echo "release: $$out version does not name $(REVISION)" >&2; ./$$out version >&2; exit 1; }; \
+			case $$out in /*) bin=$$out;; *) bin=./$$out;; esac; \
+			$$bin version | grep -qF "revision:  $(REVISION)" || { echo "release: $$out version does not name $(REVISION)" >&2; $$bin version >&2; exit 1; }; \
 		fi; \
 		names="$$names $${out##*/}"; \
 	done; \
@@ -154,7 +155,7 @@ CONTAINER_FLAGS ?=
 image:
 	@[ -n "$(CONTAINER)" ] || { echo "image: neither podman nor docker is installed (apt-get install podman)" >&2; exit 1; }
 	@[ -f "$(CA_CERTS)" ] || { echo "image: no CA certificates at $(CA_CERTS) (apt-get install ca-certificates, or set CA_CERTS)" >&2; exit 1; }
-	rm -rf $(DIST)/image && mkdir -p $(DIST)/image/data/keys
+	rm -rf $(DIST)/image && mkdir -p $(DIST)/image/datafs/data/keys && chmod 0700 $(DIST)/image/datafs/data $(DIST)/image/datafs/data/keys
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/image/waitroom ./cmd/waitroom
 	cp $(CA_CERTS) $(DIST)/image/ca-certificates.crt
 	cp deploy/image/passwd deploy/image/group $(DIST)/image/
