@@ -410,3 +410,19 @@ func readTar(t *testing.T, name string) map[string]*file {
 		out[path.Clean(h.Name)] = &file{hdr: h, data: data}
 	}
 }
+
+// TestGoInstallable keeps `go install github.com/waitroom/waitroom/cmd/waitroom@latest`
+// working: go install of a version refuses a module whose go.mod has
+// replace or exclude directives ("must not contain directives that would
+// cause it to be interpreted differently than if it were the main module").
+func TestGoInstallable(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "replace" || f[0] == "exclude") {
+			t.Errorf("go.mod:%d: %s: go install …@latest would refuse the module", i+1, strings.TrimSpace(line))
+		}
+	}
+}
