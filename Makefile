@@ -29,14 +29,15 @@ GIT_DIRTY  := $(shell git status --porcelain 2>/dev/null | grep -q . && echo +di
 REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)$(GIT_DIRTY)
 VERSION    ?= $(shell git describe --tags --exact-match 2>/dev/null || TZ=UTC git log -1 --format='v0.0.0-%cd-%h' --abbrev=12 --date=format-local:%Y%m%d%H%M%S 2>/dev/null)$(GIT_DIRTY)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
+STAMP      := -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildTime=$(BUILD_TIME)
+LDFLAGS    := -s -w $(STAMP)
 DIST       ?= dist
 PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/waitroom
+	$(GO) build -ldflags '$(STAMP)' -o $(BIN) ./cmd/waitroom
 
 run: build
 	./$(BIN) serve $(ARGS)
