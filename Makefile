@@ -20,8 +20,10 @@ FUZZTIME ?= 10s
 .PHONY: all build run deps test layout bench fuzz fmt clean release image
 
 # Release stamps. REVISION is the commit with +dirty when git sees changes;
-# VERSION is the exact tag of HEAD, else a Go pseudo-version of the commit
-# (what `go install …@<commit>` would report); BUILD_TIME is now, in UTC.
+# VERSION is the exact tag of HEAD, else v0.0.0-<commit time>-<commit>, the
+# pseudo-version `go install …@<commit>` reports while no tag precedes the
+# commit (after a tag vX.Y.Z Go reports vX.Y.(Z+1)-0.<time>-<commit>; set
+# VERSION to match if it matters); BUILD_TIME is now, in UTC.
 # All three are set with -ldflags -X: Go records VCS information only in a
 # plain checkout (not a git worktree, not with GOFLAGS=-buildvcs=false), and
 # `waitroom version` prefers what Go recorded where it exists.
