@@ -64,7 +64,7 @@ const AuditKeep = 10_000
 type AuditEntry struct {
 	At   time.Time `json:"at"`
 	Room string    `json:"room"`
-	// Actor says who acted: AuditActorConsole or AuditActorAPI.
+	// Actor says who acted: one of the AuditActor* names.
 	Actor string `json:"actor"`
 	// Action is one of the Audit* action names (AuditPause …).
 	Action  string `json:"action"`
@@ -84,7 +84,20 @@ type AuditEntry struct {
 const (
 	AuditActorConsole = "console"
 	AuditActorAPI     = "api"
+	// AuditActorFile is the rooms file (`waitroom serve --rooms`).
+	AuditActorFile = "file"
+	// AuditActorDemo is `waitroom serve --demo` creating its room.
+	AuditActorDemo = "demo"
 )
+
+// ValidAuditActor reports whether a is one of the audit actors.
+func ValidAuditActor(a string) bool {
+	switch a {
+	case AuditActorConsole, AuditActorAPI, AuditActorFile, AuditActorDemo:
+		return true
+	}
+	return false
+}
 
 // The audited actions.
 const (
@@ -147,8 +160,8 @@ func (e *AuditEntry) Check() error {
 	if err := CheckRoomName(e.Room); err != nil {
 		return err
 	}
-	if e.Actor != AuditActorConsole && e.Actor != AuditActorAPI {
-		return Errorf(CodeInvalidRequest, "An audit entry's actor is %q or %q, not %q.", AuditActorConsole, AuditActorAPI, e.Actor)
+	if !ValidAuditActor(e.Actor) {
+		return Errorf(CodeInvalidRequest, "An audit entry's actor is %q, %q, %q or %q, not %q.", AuditActorConsole, AuditActorAPI, AuditActorFile, AuditActorDemo, e.Actor)
 	}
 	if !ValidAuditAction(e.Action) {
 		return Errorf(CodeInvalidRequest, "%q is not an audited action.", e.Action)

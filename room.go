@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -78,10 +79,24 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParseDuration parses a Go duration string and checks it lies in [0, MaxDuration].
+// MaxDurationLen is the longest duration string read, in bytes.
+const MaxDurationLen = 32
+
+// durationSyntax is the form of a duration string the API reads, which the
+// document's Duration pattern states: "0", or numbers each with a unit. Go's
+// time.ParseDuration also reads a sign ("+5s", "-0"), a bare point (".5s",
+// "5.s") and the Greek mu ("5μs"); those are refused, so that what the
+// document says is what the server reads.
+var durationSyntax = regexp.MustCompile(`^(?:0|(?:[0-9]+(?:\.[0-9]+)?(?:h|m|s|ms|us|µs|ns))+)$`)
+
+// ParseDuration parses a Go duration string of the document's Duration
+// pattern and checks it is 0 or lies in [1ms, MaxDuration].
 func ParseDuration(s string) (Duration, error) {
-	if len(s) > 32 {
+	if len(s) > MaxDurationLen {
 		return 0, fmt.Errorf("duration %.32q… is too long", s)
+	}
+	if !durationSyntax.MatchString(s) {
+		return 0, fmt.Errorf("%q is not a duration such as \"90s\" or \"5m\": numbers each with a unit (h, m, s, ms, us, ns), or 0", s)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
@@ -333,9 +348,10 @@ func ParseOrigin(v string) (string, error) {
 }
 
 // ParseRoomConfig reads a configuration from JSON. Fields that are absent
-// take their defaults; unknown fields, trailing data and invalid values are
-// CodeInvalidConfig or CodeInvalidJSON errors. An empty body is the default
-// configuration.
+// take their defaults; unknown fields, trailing data, nulls (a null field is
+// not an absent one) and invalid values are CodeInvalidConfig or
+// CodeInvalidJSON errors. An empty body is the default configuration; a
+// null body is refused.
 func ParseRoomConfig(data []byte) (RoomConfig, error) {
 	c := DefaultConfig()
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -349,15 +365,38 @@ func ParseRoomConfig(data []byte) (RoomConfig, error) {
 		}
 		return RoomConfig{}, err
 	}
+	if err := checkNotEmpty(data); err != nil {
+		return RoomConfig{}, err
+	}
 	if c.HoldPlaces && c.ClaimWindow == 0 {
 		c.ClaimWindow = DefaultClaimWindow
 	}
 	return c.Normalize(), c.Validate()
 }
 
+// checkNotEmpty refuses "" for the fields whose absence is their default
+// but whose values are a list of words (the document's enums): in the
+// configuration "" would read as absent, which the document does not say.
+func checkNotEmpty(data []byte) error {
+	var sent struct {
+		Challenge  *string `json:"challenge"`
+		TierPolicy *string `json:"tier_policy"`
+	}
+	_ = json.Unmarshal(data, &sent) // DecodeJSON read it already
+	switch {
+	case sent.Challenge != nil && *sent.Challenge == "":
+		return Errorf(CodeInvalidConfig, "challenge must be \"pow\", or left out for none; not \"\".")
+	case sent.TierPolicy != nil && *sent.TierPolicy == "":
+		return Errorf(CodeInvalidConfig, "tier_policy must be \"strict\" or \"weighted\", or left out for strict; not \"\".")
+	}
+	return nil
+}
+
 // DecodeJSON decodes exactly one JSON value from data into v, refusing unknown
-// fields and trailing data. Errors are *Error with CodeInvalidJSON and a
-// message that names the problem.
+// fields, trailing data and, unless v is a raw form (*json.RawMessage, *any,
+// *map[string]any or *map[string]json.RawMessage), any null: a struct
+// cannot tell a null field from an absent one. Errors are *Error with
+// CodeInvalidJSON and a message that names the problem.
 func DecodeJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -366,6 +405,9 @@ func DecodeJSON(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Errorf(CodeInvalidJSON, "The body holds more than one JSON value.")
+	}
+	if !keepsNulls(v) {
+		return checkNoNull(data)
 	}
 	return nil
 }

@@ -261,7 +261,13 @@ func TestParseDuration(t *testing.T) {
 		{"8784h0m0.000000001s", 0, false},
 		{"8785h", 0, false},
 		{"-1s", 0, false},
-		{"-0s", 0, true},
+		{"-0s", 0, false}, // Go reads it; the document's pattern has no sign
+		{"+5s", 0, false},
+		{".5s", 0, false},
+		{"5.s", 0, false},
+		{"5μs", 0, false}, // the Greek mu, which Go also reads
+		{"1500µs", 1500 * time.Microsecond, true},
+		{"1.5s", 1500 * time.Millisecond, true},
 		{"999us", 0, false},
 		{"1ns", 0, false},
 		{"", 0, false},

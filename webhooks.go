@@ -132,7 +132,9 @@ func webhookKey(secret string) ([]byte, error) {
 		return nil, Errorf(CodeInvalidRequest, "A webhook secret starts with \"whsec_\" (leave it out and one is made).")
 	}
 	key, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(key) < MinWebhookSecret || len(key) > MaxWebhookSecret {
+	// The decoder skips line breaks, which the secret sent back to the
+	// endpoint's owner would keep: the document's pattern has none.
+	if err != nil || strings.ContainsAny(b64, "\r\n") || len(key) < MinWebhookSecret || len(key) > MaxWebhookSecret {
 		return nil, Errorf(CodeInvalidRequest, "A webhook secret is \"whsec_\" then the standard base64 of %d to %d bytes.", MinWebhookSecret, MaxWebhookSecret)
 	}
 	return key, nil

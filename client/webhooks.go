@@ -61,6 +61,11 @@ func (c *Client) Replay(ctx context.Context, room string, ids []string) (int, er
 	var out struct {
 		Replayed int `json:"replayed"`
 	}
-	err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "dead-letters", "replay"), body: map[string][]string{"ids": ids}, out: &out, admin: true})
+	// No ids is no field: the API refuses a null one.
+	body := map[string][]string{}
+	if ids != nil {
+		body["ids"] = ids
+	}
+	err := c.do(ctx, call{method: http.MethodPost, path: roomPath(room, "dead-letters", "replay"), body: body, out: &out, admin: true})
 	return out.Replayed, err
 }

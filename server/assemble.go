@@ -125,7 +125,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
-		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm}
+		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return nil, fmt.Errorf("--templates: %w", err)
@@ -135,6 +135,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		mux.Handle(prefix, pages)
 	}
 	mux.Handle(console.Prefix, cons.Handler())
+	mux.Handle(console.Path, cons.Handler()) // its own 301, not the mux's 307
 	gh := gt.Handler()
 	mux.Handle(gatekeeper.Prefix, gh)
 	mux.Handle(gatekeeper.JWKSPath, gh)

@@ -49,8 +49,12 @@ type Config struct {
 	// Templates is a folder of waiting-page templates ("" for the built-in
 	// page).
 	Templates string
-	// Demo creates (or updates) room "demo" and serves the demo app.
+	// Demo creates room web.DemoRoom (unless it exists, which is left as
+	// it is) and serves the demo app.
 	Demo bool
+	// RoomsFile is a rooms file (YAML or JSON; see ApplyRooms) applied
+	// after the store opens, and again by each ApplyRooms; "" for none.
+	RoomsFile string
 
 	// FailOpen lets visitors through to a room's target once the store has
 	// been unreachable for FailOpenAfter; off, everyone stays in line.

@@ -18,7 +18,7 @@ func (s *Server) setUpRooms(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.Demo {
-		return ensureDemoRoom(ctx, s.store, now, s.cfg.Logger)
+		return s.ensureDemoRoom(ctx, now)
 	}
 	return nil
 }
@@ -43,30 +43,39 @@ func ensureRoom(ctx context.Context, store waitroom.Store, room string, now time
 // line at work.
 const demoCapacity = 3
 
-// ensureDemoRoom creates room web.DemoRoom for Demo, or updates an
-// existing one to the demo's capacity and target while keeping the rest of
-// its configuration.
-func ensureDemoRoom(ctx context.Context, store waitroom.Store, now time.Time, logger *slog.Logger) error {
-	cfg := waitroom.DefaultConfig()
-	room, err := store.Room(ctx, web.DemoRoom)
+// ensureDemoRoom creates room web.DemoRoom for Demo, with the demo's
+// capacity and target, audited as created by actor demo. A room of that
+// name that exists already is never changed: it may be someone's own
+// (declared in the rooms file, or made by the API), and --demo is no
+// reason to overwrite it. That is logged, since the demo then runs with
+// that room's settings.
+func (s *Server) ensureDemoRoom(ctx context.Context, now time.Time) error {
+	logger := s.cfg.Logger
+	room, err := s.store.Room(ctx, web.DemoRoom)
 	switch {
 	case err == nil:
-		cfg = room.RoomConfig
+		logger.Info("the demo room exists; left as it is", "room", web.DemoRoom, "capacity", room.Capacity, "target_url", room.TargetURL)
+		return nil
 	case waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound:
 		return fmt.Errorf("read room %q: %w", web.DemoRoom, err)
 	}
+	cfg := waitroom.DefaultConfig()
 	cfg.Mode = waitroom.ModeAuto
 	cfg.Capacity = demoCapacity
 	cfg.TargetURL = web.DemoAppPath
-	if err == nil && cfg.Equal(room.RoomConfig) {
+	created, isNew, err := s.store.PutRoom(ctx, web.DemoRoom, cfg, now)
+	if err != nil {
+		return fmt.Errorf("create room %q for --demo: %w", web.DemoRoom, err)
+	}
+	if !isNew {
+		// Another process made it between the read and the write, and
+		// PutRoom replaced its settings: the store has no create-only
+		// write, and a race this narrow at start is accepted.
+		logger.Warn("the demo room appeared while --demo created it; it now has the demo's settings", "room", web.DemoRoom)
 		return nil
 	}
-	if _, created, err := store.PutRoom(ctx, web.DemoRoom, cfg, now); err != nil {
-		return fmt.Errorf("set up room %q for --demo: %w", web.DemoRoom, err)
-	} else if created {
-		logger.Info("created the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
-	} else {
-		logger.Info("updated the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
-	}
+	s.audit(ctx, waitroom.AuditEntry{At: now, Room: web.DemoRoom, Actor: waitroom.AuditActorDemo, Action: waitroom.AuditConfig,
+		Detail: auditDetail(map[string]any{"created": created.RoomConfig})})
+	logger.Info("created the demo room", "room", web.DemoRoom, "capacity", demoCapacity)
 	return nil
 }

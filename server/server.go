@@ -33,6 +33,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
+	"github.com/waitroom/waitroom/internal/roomsfile"
 )
 
 // Server limits. There is no WriteTimeout: event streams stay open for as
@@ -70,6 +71,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// roomsMu serializes the applications of the rooms file.
+	roomsMu sync.Mutex
 }
 
 // New builds a server from cfg. Nothing listens until Serve. On error,
@@ -79,6 +83,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// The rooms file is checked before anything is opened or written: a
+	// bad file refuses the start and leaves nothing behind.
+	var rooms *roomsfile.File
+	if cfg.RoomsFile != "" {
+		if rooms, err = readRoomsFile(cfg.RoomsFile); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{cfg: cfg, reg: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
@@ -90,6 +102,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.token, err = adminToken(cfg); err != nil {
 		return nil, err
+	}
+	// The file first: a room it declares is its own, and the default and
+	// demo rooms are created only when it does not declare them.
+	if rooms != nil {
+		if _, err := s.applyRooms(ctx, rooms); err != nil {
+			return nil, fmt.Errorf("--rooms: %w", err)
+		}
 	}
 	if err := s.setUpRooms(ctx); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v4"
+	"sigs.k8s.io/yaml"
 )
 
 // The deployment files at the repository root and in deploy/ are checked
@@ -159,31 +159,31 @@ func TestContainerfileMatchesTheCommand(t *testing.T) {
 	}
 }
 
-// composeFile is the part of compose.yaml this repository uses; decoding
-// with known fields only catches a misspelt key.
+// composeFile is the part of compose.yaml this repository uses; a strict
+// decoding (unknown fields refused) catches a misspelt key.
 type composeFile struct {
-	Name     string                    `yaml:"name"`
-	Services map[string]composeService `yaml:"services"`
-	Volumes  map[string]any            `yaml:"volumes"`
+	Name     string                    `json:"name"`
+	Services map[string]composeService `json:"services"`
+	Volumes  map[string]any            `json:"volumes"`
 }
 
 type composeService struct {
-	Image       string            `yaml:"image"`
-	Command     []string          `yaml:"command"`
-	Environment map[string]string `yaml:"environment"`
-	Ports       []string          `yaml:"ports"`
-	Volumes     []string          `yaml:"volumes"`
+	Image       string            `json:"image"`
+	Command     []string          `json:"command"`
+	Environment map[string]string `json:"environment"`
+	Ports       []string          `json:"ports"`
+	Volumes     []string          `json:"volumes"`
 	DependsOn   map[string]struct {
-		Condition string `yaml:"condition"`
-	} `yaml:"depends_on"`
+		Condition string `json:"condition"`
+	} `json:"depends_on"`
 	Healthcheck struct {
-		Test        []string `yaml:"test"`
-		Interval    string   `yaml:"interval"`
-		Timeout     string   `yaml:"timeout"`
-		StartPeriod string   `yaml:"start_period"`
-		Retries     int      `yaml:"retries"`
-	} `yaml:"healthcheck"`
-	Restart string `yaml:"restart"`
+		Test        []string `json:"test"`
+		Interval    string   `json:"interval"`
+		Timeout     string   `json:"timeout"`
+		StartPeriod string   `json:"start_period"`
+		Retries     int      `json:"retries"`
+	} `json:"healthcheck"`
+	Restart string `json:"restart"`
 }
 
 // interpolationRE matches compose's ${VAR}, ${VAR:?message}, ${VAR:-default}.
@@ -195,7 +195,7 @@ func TestComposeRunsTwoServersOnOneRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c composeFile
-	if err := yaml.Load(raw, &c, yaml.WithKnownFields()); err != nil {
+	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
 		t.Fatalf("compose.yaml: %v", err)
 	}
 	redis, ok := c.Services["redis"]

@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/server"
 )
 
@@ -36,17 +35,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
+	defer applyRoomsOnHangup(ctx, srv, o.cfg.RoomsFile)()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
-	if o.cfg.Demo {
-		base := "http://" + browsable(ln.Addr())
-		fmt.Fprintf(stdout, "demo: open %s%s%s (one person per browser) or %s%s (one person per tab)\n",
-			base, web.PagePrefix, web.DemoRoom, base, web.DemoPrefix)
-	}
+	srv.Announce(ctx, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "store", o.cfg.StoreKind(), "data", o.cfg.DataDir)
 
 	served := make(chan error, 1)
@@ -90,17 +86,4 @@ func cpuProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
-}
-
-// browsable turns a listening address into a host:port a browser can open:
-// an unspecified IP (":8080", "[::]:8080") becomes localhost.
-func browsable(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return addr.String()
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "localhost"
-	}
-	return net.JoinHostPort(host, port)
 }

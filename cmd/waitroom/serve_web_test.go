@@ -90,13 +90,13 @@ func TestParseServeWebFlags(t *testing.T) {
 	}
 }
 
-var demoURLRE = regexp.MustCompile(`demo: open (http://\S+/r/demo) `)
+var demoURLRE = regexp.MustCompile(`demo: open (http://\S+/r/demo-room) `)
 
 func TestServeDemoMountsPagesNextToTheAPI(t *testing.T) {
 	s := startServe(t, []string{"--addr", "127.0.0.1:0", "--store", "memory", "--data", t.TempDir(), "--admin-token", "test-admin-token-123", "--demo"}, nil)
 	m := demoURLRE.FindStringSubmatch(s.stdout.String())
-	if m == nil || m[1] != s.url+"/r/demo" {
-		t.Fatalf("stdout does not print the demo URL %s/r/demo:\n%s", s.url, s.stdout.String())
+	if m == nil || m[1] != s.url+"/r/demo-room" {
+		t.Fatalf("stdout does not print the demo URL %s/r/demo-room:\n%s", s.url, s.stdout.String())
 	}
 	rooms, err := client.New(s.url, client.WithAdminToken("test-admin-token-123")).Rooms(ctx(t))
 	if err != nil {
@@ -104,12 +104,12 @@ func TestServeDemoMountsPagesNextToTheAPI(t *testing.T) {
 	}
 	var demo *waitroom.Room
 	for i := range rooms {
-		if rooms[i].Name == "demo" {
+		if rooms[i].Name == "demo-room" {
 			demo = &rooms[i]
 		}
 	}
 	if demo == nil || demo.Capacity != 3 || demo.TargetURL != "/demo/app/" {
-		t.Fatalf("rooms %+v: want room demo with capacity 3 and target /demo/app/", rooms)
+		t.Fatalf("rooms %+v: want room demo-room with capacity 3 and target /demo/app/", rooms)
 	}
 
 	// Three people get in, the fourth waits.
@@ -117,7 +117,7 @@ func TestServeDemoMountsPagesNextToTheAPI(t *testing.T) {
 	for i := range 4 {
 		c := browserless(t)
 		people = append(people, c)
-		status, h, body := fetch(t, c, s.url+"/r/demo")
+		status, h, body := fetch(t, c, s.url+"/r/demo-room")
 		if i < 3 && (status != http.StatusSeeOther || h.Get("Location") != "/demo/app/") {
 			t.Errorf("person %d: %d Location %q, want 303 to /demo/app/", i+1, status, h.Get("Location"))
 		}
@@ -129,8 +129,8 @@ func TestServeDemoMountsPagesNextToTheAPI(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, "You are in") || !strings.Contains(body, "Leave") {
 		t.Errorf("demo app for person 1: %d, want 200 with \"You are in\" and Leave", status)
 	}
-	if status, h, _ := fetch(t, people[3], s.url+"/demo/app/"); status != http.StatusSeeOther || h.Get("Location") != "/r/demo" {
-		t.Errorf("demo app for the waiting person: %d Location %q, want 303 to /r/demo", status, h.Get("Location"))
+	if status, h, _ := fetch(t, people[3], s.url+"/demo/app/"); status != http.StatusSeeOther || h.Get("Location") != "/r/demo-room" {
+		t.Errorf("demo app for the waiting person: %d Location %q, want 303 to /r/demo-room", status, h.Get("Location"))
 	}
 	if status, h, body := fetch(t, browserless(t), s.url+"/waitroom.js"); status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") || !strings.Contains(body, "Waitroom") {
 		t.Errorf("GET /waitroom.js: %d %q", status, h.Get("Content-Type"))
@@ -161,40 +161,51 @@ func TestServeWithoutDemoHasPagesButNoDemo(t *testing.T) {
 	if status, _, _ := fetch(t, browserless(t), s.url+"/demo/app/"); status != http.StatusNotFound {
 		t.Errorf("GET /demo/app/ without --demo: %d, want 404", status)
 	}
-	if _, err := client.New(s.url).Room(ctx(t), "demo"); waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound {
-		t.Errorf("room demo without --demo: %v, want room_not_found", err)
+	if _, err := client.New(s.url).Room(ctx(t), "demo-room"); waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound {
+		t.Errorf("room demo-room without --demo: %v, want room_not_found", err)
 	}
 }
 
-func TestServeDemoUpdatesAnExistingRoom(t *testing.T) {
+// TestServeDemoLeavesAnExistingRoomAlone: --demo creates its room once,
+// audited as created by actor demo; a room of that name that exists is
+// never changed (and that is logged), and the walkthrough's room "demo"
+// is not the demo's.
+func TestServeDemoLeavesAnExistingRoomAlone(t *testing.T) {
 	data := t.TempDir()
-	args := []string{"--addr", "127.0.0.1:0", "--data", data, "--admin-token", "test-admin-token-123"}
-	s := startServe(t, args, nil)
-	c := client.New(s.url, client.WithAdminToken("test-admin-token-123"))
+	const token = "test-admin-token-123"
+	args := []string{"--addr", "127.0.0.1:0", "--data", data, "--admin-token", token}
+	s := startServe(t, args, map[string]string{"WAITROOM_DEMO": "true"})
+	c := client.New(s.url, client.WithAdminToken(token))
+	entries := auditOf(t, s.url, token, "demo-room")
+	if len(entries) != 1 || entries[0].Actor != waitroom.AuditActorDemo || entries[0].Action != waitroom.AuditConfig || !strings.Contains(string(entries[0].Detail), `"created"`) {
+		t.Errorf("audit of demo-room after --demo created it: %+v, want one config entry by demo", entries)
+	}
+	if _, err := c.Room(ctx(t), "demo"); waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound {
+		t.Errorf("room demo after --demo: %v, want room_not_found (the walkthrough's room is not the demo's)", err)
+	}
 	cfg := waitroom.DefaultConfig()
 	cfg.Capacity = 50
 	cfg.Grace = waitroom.Duration(7 * time.Second)
-	if _, _, err := c.PutRoom(ctx(t), "demo", cfg); err != nil {
-		t.Fatal(err)
+	for _, room := range []string{"demo", "demo-room"} {
+		if _, _, err := c.PutRoom(ctx(t), room, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.stop(t)
 
 	s = startServe(t, args, map[string]string{"WAITROOM_DEMO": "true"})
-	c = client.New(s.url, client.WithAdminToken("test-admin-token-123"))
-	rooms, err := c.Rooms(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rooms {
-		if r.Name != "demo" {
-			continue
+	c = client.New(s.url, client.WithAdminToken(token))
+	for _, room := range []string{"demo", "demo-room"} {
+		if r := roomOf(t, c, room); r.Capacity != 50 || r.TargetURL != "" || r.Grace != cfg.Grace {
+			t.Errorf("room %s after --demo: capacity %d target %q grace %s; want it as it was (50, no target, %s)", room, r.Capacity, r.TargetURL, r.Grace, cfg.Grace)
 		}
-		if r.Capacity != 3 || r.TargetURL != "/demo/app/" || r.Grace != cfg.Grace {
-			t.Errorf("demo room after --demo: capacity %d target %q grace %s; want 3, /demo/app/ and the grace it had (%s)", r.Capacity, r.TargetURL, r.Grace, cfg.Grace)
-		}
-		return
 	}
-	t.Errorf("no demo room after --demo: %+v", rooms)
+	if e := auditOf(t, s.url, token, "demo-room"); len(e) != 2 || e[0].Actor != waitroom.AuditActorAPI {
+		t.Errorf("audit of demo-room after a second --demo: %+v, want the demo's creation and the API's change only", e)
+	}
+	if !strings.Contains(s.stderr.String(), "the demo room exists; left as it is") {
+		t.Errorf("the log does not say the existing demo room was left alone:\n%s", s.stderr.String())
+	}
 }
 
 func TestServeTemplates(t *testing.T) {

@@ -170,7 +170,9 @@ var serveFlags = []serveFlag{
 			o.cfg.WebhookBackoffMax, err = duration("--webhook-backoff-max", v, 100*time.Millisecond, 24*time.Hour, "a duration from 100ms to 24h such as 1h")
 			return err
 		}},
-	{name: "demo", env: "WAITROOM_DEMO", boolean: true, help: "create (or update) room \"demo\" (capacity 3, target /demo/app/) and serve the demo app",
+	{name: "rooms", env: "WAITROOM_ROOMS", help: "rooms `file` (YAML or JSON) declaring rooms and their settings, applied at start\nand again on SIGHUP; see the README's \"Rooms as a file\"",
+		set: func(o *serveOptions, v string) error { o.cfg.RoomsFile = v; return nil }},
+	{name: "demo", env: "WAITROOM_DEMO", boolean: true, help: "create room \"demo-room\" (capacity 3, target /demo/app/) unless it exists, and serve the demo app",
 		set: func(o *serveOptions, v string) (err error) { o.cfg.Demo, err = strconv.ParseBool(v); return err }},
 }
 

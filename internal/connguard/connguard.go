@@ -29,6 +29,12 @@
 // handler takes the connection over (Hijack: WebSocket, event streams) the
 // guard steps aside.
 //
+// Every answer written while the client still sends what it will not read
+// (the guard's refusals, and net/http's answers that leave a body unread:
+// 413 over a body limit, or any that did not need the body) is followed by
+// a lingering close, bounded in time and bytes (see Linger), so that the
+// close does not reset the answer away before the client reads it.
+//
 // Use Guard on the server's listener; it installs the http.Server's
 // ConnState hook it needs.
 package connguard
@@ -76,6 +82,10 @@ type Listener struct {
 	net.Listener
 	maxHead     int
 	headTimeout time.Duration
+	// closed is set by Close: the server is closing (http.Server's Close
+	// and Shutdown close their listeners first), and its connections
+	// close at once rather than linger.
+	closed atomic.Bool
 }
 
 // Accept returns the next connection, guarded.
@@ -84,7 +94,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{Conn: c, maxHead: l.maxHead, headTimeout: l.headTimeout, wake: make(chan struct{}, 1)}, nil
+	return &conn{Conn: c, l: l, maxHead: l.maxHead, headTimeout: l.headTimeout, wake: make(chan struct{}, 1)}, nil
+}
+
+// Close closes the listener; connections it accepted close at once from
+// then on, without lingering.
+func (l *Listener) Close() error {
+	l.closed.Store(true)
+	return l.Listener.Close()
 }
 
 // ConnState tells a guarded connection what net/http is doing with it; it
@@ -129,14 +146,9 @@ const (
 	maxTrailer   = 4096 // the trailer section
 )
 
-// Timing of an answer: the longest its write may take, and how the
-// connection lingers after it (see linger).
-const (
-	answerTimeout = 5 * time.Second
-	lingerTimeout = time.Second
-	lingerQuiet   = 100 * time.Millisecond
-	lingerBytes   = 256 << 10
-)
+// answerTimeout is the longest the write of an answer may take; the
+// connection then lingers (see Linger).
+const answerTimeout = 5 * time.Second
 
 // bufSize is the size of the pooled read buffers.
 const bufSize = 4 << 10
@@ -148,6 +160,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b 
 // come from other goroutines.
 type conn struct {
 	net.Conn
+	l           *Listener
 	maxHead     int
 	headTimeout time.Duration
 
@@ -163,6 +176,12 @@ type conn struct {
 	started  time.Time // when net/http first waited for the rest of this head
 
 	active, hijacked atomic.Bool
+	// sending is set while the client is still to send bytes of a body
+	// (the stage is one of a body's): a close then lingers. The reader
+	// sets it, for Close, which may come from another goroutine.
+	sending atomic.Bool
+	// lingered is set once the connection lingered (or is lingering).
+	lingered atomic.Bool
 
 	mu      sync.Mutex
 	wake    chan struct{}
@@ -201,56 +220,73 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 	return err
 }
 
-// CloseWrite closes the write side when the connection can (net/http
-// does, to let a client read an answer before the close).
+// CloseWrite closes the write side when the connection can. net/http
+// does just before it closes a connection whose request it answered with
+// at least 256 KiB of the body unread (or over a MaxBytesReader's limit),
+// to let the client read the answer; it then waits 500 ms, reading
+// nothing, and closes. So when the client is still sending that body,
+// CloseWrite lingers right away (see Close), and Close does not again.
 func (c *conn) CloseWrite() error {
+	if c.lingerNow() {
+		Linger(c.Conn)
+		return nil
+	}
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return errors.ErrUnsupported
 }
 
-// Close answers a refused head net/http came to read, then closes.
+// lingerNow reports whether a close of net/http's now must linger: the
+// client is still sending a body net/http left unread, the connection is
+// net/http's, and the server is not closing. It is true once.
+func (c *conn) lingerNow() bool {
+	return !c.hijacked.Load() && !c.l.closed.Load() && c.sending.Load() && !c.lingered.Swap(true)
+}
+
+// Close answers a refused head net/http came to read, then closes. When
+// it answered one, or the client is still sending a body net/http left
+// unread (a refusal written before the body was read: 413 over the body
+// limit, or any answer that did not need the body), it lingers first (see
+// Linger), so that the close does not reset the answer away. It does not
+// once the listener is closed: the server is closing, and its Close closes
+// connections from its own goroutine, one after the other. net/http calls
+// Close for a connection it is done with from that connection's own
+// goroutine, which the linger holds, and its slot under the connection
+// cap with it.
 func (c *conn) Close() error {
 	c.mu.Lock()
-	answer, refusal := c.answer, c.refusal
+	answer, refusal, again := c.answer, c.refusal, c.closed
 	c.answer, c.closed = false, true
 	c.mu.Unlock()
 	c.signal()
+	var linger bool
 	if answer {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(answerTimeout))
-		if _, err := c.Conn.Write(refusal); err == nil {
-			c.linger()
-		}
+		_, err := c.Conn.Write(refusal)
+		linger = err == nil && !c.l.closed.Load() && !c.lingered.Swap(true)
+	} else {
+		linger = !again && c.lingerNow()
+	}
+	if linger {
+		Linger(c.Conn)
 	}
 	return c.Conn.Close()
 }
 
-// linger lets the client read the answer before the close: a close with
-// bytes of the client's unread would reset the connection, and a client
-// may drop what it had not read yet. It closes the write side when it can,
-// then reads and drops what comes, until the client closes, is quiet for
-// lingerQuiet, or lingerTimeout or lingerBytes are reached.
-func (c *conn) linger() {
-	_ = c.CloseWrite()
-	buf := make([]byte, 4096)
-	end := time.Now().Add(lingerTimeout)
-	for n := 0; n < lingerBytes; {
-		dl := time.Now().Add(lingerQuiet)
-		if end.Before(dl) {
-			dl = end
-		}
-		_ = c.Conn.SetReadDeadline(dl)
-		m, err := c.Conn.Read(buf)
-		n += m
-		if err != nil {
-			return
-		}
-	}
-}
-
 // Read hands on the bytes of checked requests.
 func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.read(p)
+	switch c.stage {
+	case stageBody, stageChunkSize, stageChunkData, stageChunkEnd, stageTrailer:
+		c.sending.Store(true)
+	default:
+		c.sending.Store(false)
+	}
+	return n, err
+}
+
+func (c *conn) read(p []byte) (int, error) {
 	for {
 		if c.ok > 0 {
 			n := copy(p, c.buf[c.r:c.r+c.ok])

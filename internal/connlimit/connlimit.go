@@ -7,6 +7,7 @@ package connlimit
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/apierror"
+	"github.com/waitroom/waitroom/internal/connguard"
 )
 
 // Listener wraps a net.Listener so that at most Max connections it
@@ -67,7 +69,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers c with the 503 and closes it, within refuseTimeout. It
+// refuse answers c with the 503 within refuseTimeout, lingers and closes
+// it. It
 // reads the request's head first: an answer sent before the request is
 // one an HTTP client drops as unsolicited.
 func refuse(c net.Conn) {
@@ -85,16 +88,11 @@ func refuse(c net.Conn) {
 	if _, err := c.Write(full); err != nil {
 		return
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		// Let the client read the answer before the connection goes: a
-		// close with its request body unread would reset it.
-		_ = tc.CloseWrite()
-		for {
-			if _, err := c.Read(buf[:]); err != nil {
-				return
-			}
-		}
-	}
+	// Let the client read the answer before the close: a close with its
+	// request body unread would reset it. The linger is bounded in time
+	// and bytes, and so is the number of refusals answered at once
+	// (maxRefusing): this connection is over the cap and counts in none.
+	connguard.Linger(c)
 }
 
 // refuseTimeout bounds the answer to a refused connection: long enough for
@@ -114,6 +112,16 @@ type conn struct {
 	net.Conn
 	l    *Listener
 	once sync.Once
+}
+
+// CloseWrite closes the write side of the connection when it can, for a
+// lingering close (connguard's): without it the wrapper would hide the
+// TCP connection's.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *conn) Close() error {

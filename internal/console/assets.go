@@ -76,14 +76,15 @@ func pageAssets() map[string]*asset {
 
 // serveFile serves the page's files; any other path under Prefix is 404.
 func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) {
+	// The method first, as every route does: /admin/{file} is a GET route
+	// whatever the file.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.methodNotAllowed(w, r)
+		return
+	}
 	a, ok := assetsByPath[r.URL.Path]
 	if !ok {
 		c.writeError(w, r, waitroom.Errorf(waitroom.CodeNotFound, "There is no console page at this path."))
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		c.writeError(w, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed, "%s is not allowed here; use GET.", clipMethod(r.Method)))
 		return
 	}
 	if r.URL.Path == a.hashed {
@@ -91,4 +92,11 @@ func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) {
 	} else {
 		a.Serve(w, r, "no-cache")
 	}
+}
+
+// methodNotAllowed answers a method other than GET and HEAD on a page or
+// file of the console: 405 with Allow.
+func (c *Console) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	c.writeError(w, r, waitroom.Errorf(waitroom.CodeMethodNotAllowed, "%s is not allowed here; use GET.", clipMethod(r.Method)))
 }

@@ -114,11 +114,15 @@ func New(o Options) *Console {
 // Prefix is the path the console is served under.
 const Prefix = "/admin/"
 
+// Path is the console's address without its slash, which redirects to
+// Prefix; a server mounts Handler at both.
+const Path = "/admin"
+
 // sessionPath is the sign-in API.
 const sessionPath = Prefix + "api/session"
 
 // Handler serves everything under /admin/: the page and its files, and the
-// sign-in API. Mount it at Prefix (it reads the full request path).
+// sign-in API. Mount it at Prefix and Path (it reads the full request path).
 func (c *Console) Handler() http.Handler {
 	return http.HandlerFunc(c.serve)
 }
@@ -132,6 +136,12 @@ func (c *Console) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, Prefix+"api/"):
 		c.writeError(w, r, waitroom.Errorf(waitroom.CodeNotFound, "There is no console API at this path."))
 	case p == "/admin":
+		// Mounted at /admin too, so that this redirect, not ServeMux's 307,
+		// answers: a permanent one, for GET and HEAD only.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			c.methodNotAllowed(w, r)
+			return
+		}
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 	default:
 		c.serveFile(w, r)

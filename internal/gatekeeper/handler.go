@@ -23,13 +23,18 @@ const (
 )
 
 // Handler serves the forward-auth and auth-request endpoints and the JWKS.
-// A server mounts it on Prefix and JWKSPath. The endpoints answer any
-// method, because nginx's auth_request subrequest keeps the visitor's.
+// A server mounts it on Prefix and JWKSPath. The endpoints answer every
+// method but TRACE and CONNECT (see refusedMethod), because nginx's
+// auth_request subrequest keeps the visitor's.
 func (g *Gate) Handler() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc(ForwardAuthPath, g.forwardAuth)
 	m.HandleFunc(AuthRequestPath, g.authRequest)
 	m.Handle("GET "+JWKSPath, g.keys)
+	m.HandleFunc(JWKSPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, waitroom.CodeMethodNotAllowed, "The key set is read with GET.")
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, waitroom.CodeNotFound, "There is no such route.")
 	})
@@ -64,6 +69,10 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 	}
 	now := g.clock.Now()
 	o := g.original(r)
+	if refusedMethod(r.Method) || (g.trusted.FromProxy(r) && refusedMethod(o.method)) {
+		methodNotAllowed(w)
+		return
+	}
 	if !g.trusted.FromProxy(r) {
 		// The request is the proxy's question, not the visitor's page:
 		// without a trusted account of that page there is nowhere to
@@ -160,4 +169,21 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 // writeError answers code with its status and msg.
 func writeError(w http.ResponseWriter, code waitroom.Code, msg string) {
 	apierror.WriteMessage(w, apierror.Status(code), code, msg)
+}
+
+// gateMethods are the methods the gate answers; Allow lists them.
+const gateMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+
+// refusedMethod reports whether the gate refuses method: TRACE, which an
+// app may answer by echoing the request, pass cookie included, and
+// CONNECT, which would make the gate a tunnel. Neither is ever let through
+// to a protected app.
+func refusedMethod(method string) bool {
+	return method == http.MethodTrace || method == http.MethodConnect
+}
+
+// methodNotAllowed answers a refused method with 405 and Allow.
+func methodNotAllowed(w http.ResponseWriter) {
+	w.Header().Set("Allow", gateMethods)
+	writeError(w, waitroom.CodeMethodNotAllowed, "TRACE and CONNECT are not let through the waiting room's gate.")
 }

@@ -183,8 +183,8 @@ func (g *Gate) command(ctx context.Context, h http.Header, r *http.Request) {
 // else browsers are sent to the waiting page and API clients get 503 with
 // their Session. It counts admitted requests as activity and obeys a
 // Waitroom-Command: revoke response header of next. Paths matching bypass
-// (see ProxyConfig.Bypass) pass freely. next finds the pass's claims with
-// ClaimsFrom.
+// (see ProxyConfig.Bypass) pass freely; TRACE and CONNECT never pass (405).
+// next finds the pass's claims with ClaimsFrom.
 func (g *Gate) Middleware(room string, bypass ...string) func(http.Handler) http.Handler {
 	b := newBypass(bypass)
 	return func(next http.Handler) http.Handler {
@@ -196,6 +196,11 @@ func (g *Gate) Middleware(room string, bypass ...string) func(http.Handler) http
 // headers for commands (the proxy sees them in ModifyResponse instead).
 func (g *Gate) enforce(room string, bypass *bypass, next http.Handler, wrap bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refusedMethod(r.Method) {
+			// Before the bypass: no path of a protected app is traced.
+			methodNotAllowed(w)
+			return
+		}
 		stripIdentity(r.Header)
 		if bypass.match(r.URL.Path) {
 			next.ServeHTTP(w, r)

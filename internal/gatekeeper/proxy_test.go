@@ -360,3 +360,36 @@ func TestMiddlewareStockCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyRefusesTraceAndConnect: a TRACE, which an app may answer by
+// echoing the request with its pass cookie, and a CONNECT never reach the
+// protected app, with a pass or on a bypass path: 405 with Allow.
+func TestProxyRefusesTraceAndConnect(t *testing.T) {
+	e, srv, _ := proxyEnv(t)
+	pass := e.pass(e.join())
+	for _, m := range []string{http.MethodTrace, http.MethodConnect} {
+		for _, path := range []string{"/page", "/static/app.css"} {
+			req, _ := http.NewRequest(m, srv.URL+path, nil)
+			req.AddCookie(&http.Cookie{Name: gate.CookieName("default", false), Value: pass})
+			resp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", m, path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != gateMethods || strings.Contains(string(b), "app:") {
+				t.Errorf("%s %s with a pass: %d Allow %q %.100q; want 405 with Allow %q, the app never asked",
+					m, path, resp.StatusCode, resp.Header.Get("Allow"), b, gateMethods)
+			}
+		}
+	}
+	// The middleware refuses them too.
+	h := e.gate.Middleware("default")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "app:") }))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodTrace, "/page", nil)
+	req.AddCookie(&http.Cookie{Name: gate.CookieName("default", false), Value: pass})
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("TRACE through the middleware: %d %q, want 405", rec.Code, rec.Body.String())
+	}
+}

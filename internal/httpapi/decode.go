@@ -36,7 +36,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // limitBody refuses a request whose body is over maxBody with 413
 // body_too_large, and reports whether the request may go on to its
 // handler. A declared length over the limit is refused at once, unread
-// (and the connection closed after the answer); a body of unknown length
+// (and the connection closed after the answer, lingering: Serve's
+// connection guard reads and drops the rest of the body for a while, so
+// that a client that sends it all before reading still gets the 413
+// rather than a reset); a body of unknown length
 // (chunked) is read here, up to the limit, and handed on from memory, as
 // every handler that reads a body reads it whole anyway.
 func (s *server) limitBody(w http.ResponseWriter, r *http.Request) bool {

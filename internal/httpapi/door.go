@@ -29,10 +29,13 @@ func (s *server) challenge(w http.ResponseWriter, r *http.Request) error {
 
 // inviteRequest is the body of POST /v1/rooms/{room}/invites.
 type inviteRequest struct {
-	Count  int             `json:"count"`
+	// Count and Uses are pointers, and Key too, so that an absent field
+	// (its default) is told from 0 or "", which are refused as the
+	// document says.
+	Count  *int            `json:"count"`
 	Tier   string          `json:"tier"`
-	Key    string          `json:"key"`
-	Uses   int             `json:"uses"`
+	Key    *string         `json:"key"`
+	Uses   *int            `json:"uses"`
 	Expiry json.RawMessage `json:"expiry"`
 }
 
@@ -72,30 +75,32 @@ func (s *server) invites(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
-	if req.Count == 0 {
-		req.Count = 1
+	count, uses, key := 1, 1, ""
+	if req.Count != nil {
+		count = *req.Count
 	}
-	if req.Uses == 0 {
-		req.Uses = 1
+	if req.Uses != nil {
+		uses = *req.Uses
 	}
 	switch {
-	case req.Count < 0 || req.Count > maxInvitesPerCall:
+	case count < 1 || count > maxInvitesPerCall:
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, "count is between 1 and %d.", maxInvitesPerCall)
-	case req.Uses < 0 || req.Uses > waitroom.MaxTokenUses:
+	case uses < 1 || uses > waitroom.MaxTokenUses:
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, "uses is between 1 and %d.", waitroom.MaxTokenUses)
-	case req.Key != "" && req.Count != 1:
+	case req.Key != nil && count != 1:
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, "An invite with a key is made one at a time (count 1): one key has one live session.")
 	}
-	if req.Key != "" {
-		if err := waitroom.CheckKey(req.Key); err != nil {
+	if req.Key != nil {
+		if err := waitroom.CheckKey(*req.Key); err != nil {
 			return err
 		}
+		key = *req.Key
 	}
 	expires, err := inviteExpiry(req.Expiry, now)
 	if err != nil {
 		return err
 	}
-	tokens, err := s.door.Issue(r.Context(), room, req.Count, req.Tier, req.Key, req.Uses, expires, now)
+	tokens, err := s.door.Issue(r.Context(), room, count, req.Tier, key, uses, expires, now)
 	if err != nil {
 		return err
 	}
@@ -104,10 +109,10 @@ func (s *server) invites(w http.ResponseWriter, r *http.Request) error {
 	}{}
 	for _, t := range tokens {
 		out.Invites = append(out.Invites, inviteAnswer{Token: t, Link: "/r/" + url.PathEscape(room) + "#invite=" + t,
-			Tier: req.Tier, Uses: req.Uses, ExpiresAt: expires.Truncate(time.Second).UTC()})
+			Tier: req.Tier, Uses: uses, ExpiresAt: expires.Truncate(time.Second).UTC()})
 	}
 	s.audit(r, waitroom.AuditEntry{Room: room, Action: waitroom.AuditInvites,
-		Detail: auditDetail(map[string]any{"count": req.Count, "tier": req.Tier, "uses": req.Uses, "expires_at": expires.UTC().Format(time.RFC3339)})})
+		Detail: auditDetail(map[string]any{"count": count, "tier": req.Tier, "uses": uses, "expires_at": expires.UTC().Format(time.RFC3339)})})
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -116,7 +121,7 @@ func (s *server) invites(w http.ResponseWriter, r *http.Request) error {
 // RFC 3339 time, in (now, now+366 days].
 func inviteExpiry(raw json.RawMessage, now time.Time) (time.Time, error) {
 	bad := waitroom.Errorf(waitroom.CodeInvalidRequest, `expiry is a duration such as "72h" or an RFC 3339 time such as "2030-06-01T18:00:00Z", within 366 days.`)
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 { // absent; a null was refused with the body
 		return now.Add(defaultInviteTTL), nil
 	}
 	var v string

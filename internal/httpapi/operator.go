@@ -47,12 +47,13 @@ func (s *server) front(w http.ResponseWriter, r *http.Request) error {
 	if err := waitroom.DecodeJSON(body, &req); err != nil {
 		return err
 	}
+	// Checked as sent, then trimmed: the document bounds what is sent.
+	if err := waitroom.CheckAuditReason(req.Reason); err != nil {
+		return err
+	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	if req.Reason == "" {
 		return waitroom.Errorf(waitroom.CodeInvalidRequest, `Say why in "reason", such as {"reason":"lost their place to a bug"}; it goes into the audit log.`)
-	}
-	if err := waitroom.CheckAuditReason(req.Reason); err != nil {
-		return err
 	}
 	sess, err := s.store.Front(r.Context(), name, r.PathValue("id"), s.now())
 	if err != nil {
@@ -89,10 +90,10 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
 	if err := waitroom.CheckExtend(req.By.D()); err != nil {
 		return err
 	}
-	req.Reason = strings.TrimSpace(req.Reason)
 	if err := waitroom.CheckAuditReason(req.Reason); err != nil {
 		return err
 	}
+	req.Reason = strings.TrimSpace(req.Reason)
 	sess, err := s.store.Extend(r.Context(), name, r.PathValue("id"), req.By.D(), s.now())
 	if err != nil {
 		return err

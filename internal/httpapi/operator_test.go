@@ -133,3 +133,25 @@ func tickets(ss []waitroom.Session) []int64 {
 	}
 	return out
 }
+
+// TestAdvanceAnswersWithThePass: the sessions an advance admits are shown
+// as a read of each shows it, active with its pass (issue 24).
+func TestAdvanceAnswersWithThePass(t *testing.T) {
+	e := newPassEnv(t)
+	// An auto room of no capacity: only an advance admits.
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/m", `{"capacity":0}`)
+	var ids []string
+	for range 2 {
+		ids = append(ids, e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/m/sessions", "")).ID)
+	}
+	moved, _ := e.sessions(e.must(http.StatusOK, withAdmin, "POST", "/v1/rooms/m/advance", `{"n":2}`))
+	if len(moved) != 2 {
+		t.Fatalf("advance moved %d sessions, want 2", len(moved))
+	}
+	for i, s := range moved {
+		read := e.session(e.must(http.StatusOK, noAuth, "GET", "/v1/rooms/m/sessions/"+ids[i], ""))
+		if s.Status != waitroom.StatusActive || s.Pass == "" || s.Pass != read.Pass {
+			t.Errorf("advanced #%d: %s with pass %q; a read shows pass %q; want active with the read's pass", i+1, s.Status, s.Pass, read.Pass)
+		}
+	}
+}

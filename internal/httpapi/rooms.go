@@ -133,11 +133,16 @@ func (s *server) advance(w http.ResponseWriter, r *http.Request) error {
 			return waitroom.Errorf(waitroom.CodeInvalidRequest, "n must be a whole number from 1 to %d.", waitroom.MaxAdvance)
 		}
 	}
-	sessions, err := s.store.Advance(r.Context(), name, n, s.now())
+	now := s.now()
+	sessions, err := s.store.Advance(r.Context(), name, n, now)
 	if err != nil {
 		return err
 	}
 	s.audit(r, waitroom.AuditEntry{Room: name, Action: waitroom.AuditAdvance, Detail: auditDetail(map[string]any{"n": n, "moved": len(sessions)})})
+	// Each session as a read of it shows it: an active one with its pass.
+	for i := range sessions {
+		s.complete(&sessions[i], now)
+	}
 	return writeJSON(w, http.StatusOK, sessionsAnswer{Sessions: nonNil(sessions)})
 }
 

@@ -144,7 +144,12 @@ func TestAdminFlow(t *testing.T) {
 		t.Errorf("keyed join in a manual room: got key %q status %s, want user-1 waiting", keyed.Key, keyed.Status)
 	}
 	second := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/desk/sessions", "{}"))
-	third := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/desk/sessions", `{"key":null}`))
+	// A null key is refused, not read as no key (issue 24).
+	if v, err := errorShape(e.must(http.StatusBadRequest, noAuth, "POST", "/v1/rooms/desk/sessions", `{"key":null}`).header,
+		e.do(noAuth, "POST", "/v1/rooms/desk/sessions", `{"key":null}`).body); err != nil || v.Error.Code != waitroom.CodeInvalidJSON {
+		t.Errorf("join with a null key: %+v, %v; want 400 invalid_json", v, err)
+	}
+	third := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/desk/sessions", `{}`))
 
 	// Away answers 204 to a sendBeacon-like body of any type.
 	ans := e.must(http.StatusNoContent, noAuth, "POST", "/v1/rooms/desk/sessions/"+second.ID+"/away", "any text at all")

@@ -17,8 +17,10 @@ const maxWebhookBody = 16 << 10
 type webhookRequest struct {
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
-	// Secret is "whsec_…"; absent, one is made (and answered once).
-	Secret string `json:"secret"`
+	// Secret is "whsec_…"; absent, one is made (and answered once). A
+	// pointer, so that "" is refused as the document says, not taken as
+	// absent.
+	Secret *string `json:"secret"`
 }
 
 // webhookAnswer is a webhook as the API shows it: the secret only in the
@@ -64,10 +66,11 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := webhook.CheckTarget(req.URL, s.allowPrivateHooks); err != nil {
 		return err
 	}
-	if req.Secret == "" {
-		req.Secret = waitroom.NewWebhookSecret()
+	secret := waitroom.NewWebhookSecret()
+	if req.Secret != nil {
+		secret = *req.Secret
 	}
-	h := waitroom.Webhook{Room: room, Name: name, URL: req.URL, Events: req.Events, Secret: req.Secret}
+	h := waitroom.Webhook{Room: room, Name: name, URL: req.URL, Events: req.Events, Secret: secret}
 	if err := h.Check(); err != nil {
 		return err
 	}

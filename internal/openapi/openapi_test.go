@@ -114,6 +114,7 @@ func otherRoutes() []string {
 		"GET " + web.AssetPrefix + "{asset}",
 		"GET " + web.DemoPrefix,
 		"GET " + web.DemoAppPath,
+		"GET " + strings.TrimSuffix(web.HomePath, "{$}"),
 		"GET " + gatekeeper.JWKSPath,
 		"GET " + strings.TrimSuffix(console.Prefix, "/"),
 		"GET " + console.Prefix,

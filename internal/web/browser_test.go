@@ -490,7 +490,7 @@ func TestBrowserDemo(t *testing.T) {
 	s.room(web.DemoRoom, config(1, web.DemoAppPath))
 	b := newBrowser(t)
 	alice, bob := b.person("alice"), b.person("bob")
-	alice.navigate(s.srv.URL + "/r/demo")
+	alice.navigate(s.srv.URL + "/r/demo-room")
 	if got := alice.path(); got != web.DemoAppPath {
 		t.Fatalf("alice: on %s, want the demo app %s", got, web.DemoAppPath)
 	}
@@ -498,7 +498,7 @@ func TestBrowserDemo(t *testing.T) {
 		t.Errorf("alice: heading %q, want \"You are in\"", got)
 	}
 	alice.screenshot("1-app")
-	bob.navigate(s.srv.URL + "/r/demo")
+	bob.navigate(s.srv.URL + "/r/demo-room")
 	if !bob.waitUntil(5*time.Second, `document.getElementById("waitroom").dataset.live === "sse"`) {
 		t.Fatalf("bob: the live stream did not connect")
 	}

@@ -454,17 +454,17 @@ func TestDemoApp(t *testing.T) {
 	s := newSite(t, siteOptions{web: web.Config{Demo: true}})
 	s.room(web.DemoRoom, config(1, web.DemoAppPath))
 	v, other := s.visitor(), s.visitor()
-	if r := s.get(v, web.DemoAppPath); r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/demo" {
-		t.Errorf("app without a session: %d Location %q, want 303 to /r/demo", r.status, r.header.Get("Location"))
+	if r := s.get(v, web.DemoAppPath); r.status != http.StatusSeeOther || r.header.Get("Location") != "/r/demo-room" {
+		t.Errorf("app without a session: %d Location %q, want 303 to /r/demo-room", r.status, r.header.Get("Location"))
 	}
-	if r := s.get(v, "/r/demo"); r.header.Get("Location") != web.DemoAppPath {
+	if r := s.get(v, "/r/demo-room"); r.header.Get("Location") != web.DemoAppPath {
 		t.Fatalf("first visitor not sent to the app: %d Location %q", r.status, r.header.Get("Location"))
 	}
 	r := s.get(v, web.DemoAppPath)
 	if r.status != http.StatusOK || !strings.Contains(r.body, "You are in") || !strings.Contains(r.body, `data-demo="leave"`) {
 		t.Errorf("app with an active session: %d, want 200 with \"You are in\" and a Leave button:\n%s", r.status, r.body)
 	}
-	s.get(other, "/r/demo")
+	s.get(other, "/r/demo-room")
 	if r := s.get(other, web.DemoAppPath); r.status != http.StatusSeeOther {
 		t.Errorf("app for a waiting visitor: %d, want 303 back to the line", r.status)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom"
@@ -37,19 +38,24 @@ const (
 )
 
 // The demo's room and the path of its sample app, which is the room's
-// target_url.
+// target_url. The room is not "demo", which the README's walkthrough (and
+// so many an operator's first room) uses: --demo must not meet a room of
+// someone else's.
 const (
-	DemoRoom    = "demo"
+	DemoRoom    = "demo-room"
 	DemoAppPath = "/demo/app/"
 )
 
 // Prefixes returns the paths a server routes to a handler made with cfg:
-// PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix and, with
-// cfg.Demo, DemoPrefix.
+// PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix, with
+// cfg.Demo DemoPrefix and with cfg.Home HomePath.
 func Prefixes(cfg Config) []string {
 	p := []string{PagePrefix, ClientPath, TypesPath, AssetPrefix, ClaimPrefix}
 	if cfg.Demo {
 		p = append(p, DemoPrefix)
+	}
+	if cfg.Home {
+		p = append(p, HomePath)
 	}
 	return p
 }
@@ -93,6 +99,9 @@ type Config struct {
 	// with a Leave button, and DemoPrefix itself a page that puts each
 	// browser tab in the line as one more person, using /waitroom.js.
 	Demo bool
+	// Home serves the home page at HomePath (the server's root), unless the
+	// root is someone else's (the app --upstream protects).
+	Home bool
 }
 
 // Handler serves the waiting pages, the JavaScript client and (optionally)
@@ -111,6 +120,8 @@ type Handler struct {
 	admit    *admit.Admission
 	pages    *pageTemplates
 	mux      *http.ServeMux
+	// demo says whether the demo is served (the home page links it).
+	demo bool
 }
 
 // New returns the handler for cfg. It fails when cfg.Templates cannot be
@@ -147,8 +158,9 @@ func New(cfg Config) (*Handler, error) {
 		admit:    cfg.Admit,
 		pages:    pages,
 		mux:      http.NewServeMux(),
+		demo:     cfg.Demo,
 	}
-	h.routes(cfg.Demo)
+	h.routes(cfg.Demo, cfg.Home)
 	return h, nil
 }
 
@@ -165,7 +177,7 @@ func NewHandler(cfg Config) http.Handler {
 }
 
 // routes registers every path the handler answers.
-func (h *Handler) routes(demo bool) {
+func (h *Handler) routes(demo, home bool) {
 	m := h.mux
 	m.HandleFunc("GET /r/{room}", h.page)
 	m.HandleFunc("POST /r/{room}", h.rejoin)
@@ -181,6 +193,9 @@ func (h *Handler) routes(demo bool) {
 		m.HandleFunc("GET "+DemoPrefix+"{$}", h.demoClient)
 		m.HandleFunc("GET "+DemoAppPath+"{$}", h.demoApp)
 	}
+	if home {
+		m.HandleFunc("GET "+HomePath, h.home)
+	}
 }
 
 // ServeHTTP sets the security headers every answer carries and dispatches.
@@ -190,7 +205,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
-	if _, pattern := h.mux.Handler(r); pattern == "" && !h.otherMethod(r) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		if allow := h.allowed(r); allow != "" {
+			// A route of another method, such as GET /r/{room}/join, whether
+			// or not the room exists: 405 with Allow in the API's JSON, as
+			// every route of the server answers a method it does not serve.
+			hd.Set("Allow", allow)
+			hd.Set("Cache-Control", "no-store")
+			apierror.WriteMessage(w, http.StatusMethodNotAllowed, waitroom.CodeMethodNotAllowed,
+				"This page is not answered to "+clipMethod(r.Method)+"; allowed: "+allow+".")
+			return
+		}
 		lang := pickLanguage(r.Header.Get("Accept-Language"))
 		h.errorPage(w, r, lang, apierror.Status(waitroom.CodeNotFound), lang.NotFoundTitle, lang.PageNotFound)
 		return
@@ -198,16 +223,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// otherMethod reports whether r's path is served for GET, so that r is
-// answered 405 Method Not Allowed by the mux rather than 404.
-func (h *Handler) otherMethod(r *http.Request) bool {
-	if r.Method == http.MethodGet {
-		return false
+// allowed returns the methods a route serves r's path with, as an Allow
+// header ("GET, HEAD, POST"), or "" when no route serves the path.
+func (h *Handler) allowed(r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		o := r.Clone(r.Context())
+		o.Method = m
+		if _, pattern := h.mux.Handler(o); pattern != "" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
 	}
-	g := r.Clone(r.Context())
-	g.Method = http.MethodGet
-	_, pattern := h.mux.Handler(g)
-	return pattern != ""
+	return strings.Join(allow, ", ")
+}
+
+// clipMethod keeps a method short enough to quote.
+func clipMethod(m string) string {
+	if len(m) > 16 {
+		return m[:16] + "…"
+	}
+	return m
 }
 
 // nonce returns a fresh value for the Content-Security-Policy nonce that

@@ -153,3 +153,35 @@ func TestWatchChecksOnlyWatchedServers(t *testing.T) {
 		t.Errorf("reported %q, want one report, of the watched server's 418", got)
 	}
 }
+
+// TestValidateRequestBody: request bodies are judged by the document,
+// its duration formats included.
+func TestValidateRequestBody(t *testing.T) {
+	for _, tc := range []struct {
+		method, tmpl, body string
+		ok                 bool
+	}{
+		{"PUT", "/v1/rooms/{room}", ``, true},
+		{"PUT", "/v1/rooms/{room}", `{"grace":"30s"}`, true},
+		{"PUT", "/v1/rooms/{room}", `{"grace":"0"}`, true},
+		{"PUT", "/v1/rooms/{room}", `{"grace":"500us"}`, false},
+		{"PUT", "/v1/rooms/{room}", `{"grace":"8785h"}`, false},
+		{"PUT", "/v1/rooms/{room}", `{"capacity":null}`, false},
+		{"PUT", "/v1/rooms/{room}", `null`, false},
+		{"POST", "/v1/rooms/{room}/sessions/{id}/extend", `{"by":"10m"}`, true},
+		{"POST", "/v1/rooms/{room}/sessions/{id}/extend", `{"by":"0s"}`, false},
+		{"POST", "/v1/rooms/{room}/sessions/{id}/extend", `{"by":"1.0005s"}`, false},
+		{"POST", "/v1/rooms/{room}/inventory", `{"sold":1,"set":2}`, false},
+		{"POST", "/v1/rooms/{room}/inventory", `{}`, false},
+		{"POST", "/v1/rooms/{room}/invites", `{"key":"k","count":2}`, false},
+		{"POST", "/v1/rooms/{room}/invites", `{"key":"k"}`, true},
+		{"PUT", "/v1/rooms/{room}/webhooks/{name}", `{"url":"https://example.com/"}`, false},
+		{"POST", "/v1/rooms/{room}/sessions", `{"key":"a\u202eb"}`, false},
+		{"POST", "/v1/rooms/{room}/front", `{}`, false}, // no such operation
+	} {
+		err := ValidateRequestBody(tc.method, tc.tmpl, []byte(tc.body))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %s %s: %v, want ok=%v", tc.method, tc.tmpl, tc.body, err, tc.ok)
+		}
+	}
+}

@@ -115,6 +115,9 @@ func parse(b []byte) (*spec, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	for _, f := range Formats() {
+		c.RegisterFormat(f)
+	}
 	if err := c.AddResource(docURL, raw); err != nil {
 		return nil, err
 	}
