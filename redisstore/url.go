@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -196,4 +197,21 @@ func redact(raw string) string {
 		return u.String()
 	}
 	return raw
+}
+
+// SetClientLogger sends the lines go-redis logs itself (a dial that
+// failed, a pub/sub connection dropped), which it otherwise prints raw to
+// stderr, to l at debug level; nil discards them. go-redis has one logger
+// for the whole process, so this sets it for every client in it. The
+// Store reports the same failures as errors (unavailable), which a server
+// logs in its own way.
+func SetClientLogger(l *slog.Logger) { redis.SetLogger(clientLogger{l}) }
+
+// clientLogger is go-redis' logger over an slog.Logger.
+type clientLogger struct{ l *slog.Logger }
+
+func (c clientLogger) Printf(ctx context.Context, format string, v ...any) {
+	if c.l != nil {
+		c.l.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
+	}
 }

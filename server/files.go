@@ -16,30 +16,30 @@ import (
 const tokenFileName = "admin-token"
 
 // adminToken returns the admin token: cfg.AdminToken, else the one in
-// <data>/admin-token, else a new random one written there. It prints the
-// file's path (never the token) so an operator can find it.
-func adminToken(cfg Config) (string, error) {
+// <data>/admin-token, else a new random one written there. Its note says
+// where the file is (never the token), for New to print once the server
+// is built, so that an operator can find it.
+func adminToken(cfg Config) (tok, note string, err error) {
 	if cfg.AdminToken != "" {
 		if len(cfg.AdminToken) < 16 {
 			cfg.Logger.Warn("the admin token is shorter than 16 characters and easy to guess")
 		}
-		return cfg.AdminToken, nil
+		return cfg.AdminToken, "", nil
 	}
 	path := filepath.Join(cfg.DataDir, tokenFileName)
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // the printed path must work from any directory
 	}
-	tok, err := readToken(path, cfg.Logger)
+	tok, err = readToken(path, cfg.Logger)
 	switch {
 	case err == nil:
-		fmt.Fprintf(cfg.Stdout, "admin token read from %s\n", path)
-		return tok, nil
+		return tok, fmt.Sprintf("admin token read from %s\n", path), nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", err
+		return "", "", err
 	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return "", fmt.Errorf("create data folder: %w", err)
+		return "", "", fmt.Errorf("create data folder: %w", err)
 	}
 	var raw [32]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on supported platforms
@@ -47,7 +47,7 @@ func adminToken(cfg Config) (string, error) {
 	// O_EXCL: never overwrite a token another process wrote meanwhile.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("create admin token file: %w", err)
+		return "", "", fmt.Errorf("create admin token file: %w", err)
 	}
 	_, err = f.WriteString(tok + "\n")
 	if err == nil {
@@ -58,10 +58,9 @@ func adminToken(cfg Config) (string, error) {
 	}
 	if err != nil {
 		os.Remove(path)
-		return "", fmt.Errorf("write admin token file: %w", err)
+		return "", "", fmt.Errorf("write admin token file: %w", err)
 	}
-	fmt.Fprintf(cfg.Stdout, "admin token written to %s\n", path)
-	return tok, nil
+	return tok, fmt.Sprintf("admin token written to %s\n", path), nil
 }
 
 // readToken reads a token file; a missing file is an fs.ErrNotExist error.

@@ -24,8 +24,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -77,7 +81,11 @@ type Server struct {
 }
 
 // New builds a server from cfg. Nothing listens until Serve. On error,
-// whatever New had started is stopped again.
+// whatever New had started is stopped again and what it wrote to the data
+// folder is removed: a start that fails leaves nothing behind. The store
+// is opened before anything else is written there (the SQLite store is
+// the database file in it), so a store that cannot be reached writes
+// nothing at all.
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -92,15 +100,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}
 	s := &Server{cfg: cfg, reg: prometheus.NewRegistry()}
+	undo := undoWrites(cfg.DataDir, cfg.PassKeysDir)
 	defer func() {
 		if err != nil {
 			s.Close()
+			undo()
 		}
 	}()
 	if err := s.openStore(ctx); err != nil {
 		return nil, err
 	}
-	if s.token, err = adminToken(cfg); err != nil {
+	var tokenNote string
+	if s.token, tokenNote, err = adminToken(cfg); err != nil {
 		return nil, err
 	}
 	// The file first: a room it declares is its own, and the default and
@@ -129,7 +140,42 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	for _, f := range s.onShutdown {
 		s.http.RegisterOnShutdown(f)
 	}
+	// Only now: a start that fails removes a token file it wrote.
+	io.WriteString(cfg.Stdout, tokenNote)
 	return s, nil
+}
+
+// undoWrites notes what is in the data folder before New writes to it, and
+// returns what removes New's writes again when it fails: a data folder (or
+// keys folder) that did not exist, or the entries of the data folder that
+// were not there. A start that fails leaves nothing behind, whatever the
+// step that failed.
+func undoWrites(dataDir, keysDir string) func() {
+	var fresh []string
+	for _, dir := range []string{dataDir, keysDir} {
+		if _, err := os.Stat(dir); dir != "" && errors.Is(err, fs.ErrNotExist) {
+			fresh = append(fresh, dir)
+		}
+	}
+	before := map[string]bool{}
+	entries, err := os.ReadDir(dataDir)
+	for _, e := range entries {
+		before[e.Name()] = true
+	}
+	return func() {
+		for _, dir := range fresh {
+			os.RemoveAll(dir) // everything in it is this start's own
+		}
+		if err != nil {
+			return // not listed: leave it as it is
+		}
+		after, _ := os.ReadDir(dataDir)
+		for _, e := range after {
+			if !before[e.Name()] {
+				os.RemoveAll(filepath.Join(dataDir, e.Name()))
+			}
+		}
+	}
 }
 
 // Handler returns the whole HTTP surface: the API, the pages, the gate,

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/memstore"
 	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/sqlitestore"
@@ -28,9 +30,12 @@ func (s *Server) openStore(ctx context.Context) error {
 		cfg.Logger.Warn("using the in-memory store: every room and session is lost when the process stops; use it for demos only")
 		s.store = memstore.New()
 	case IsRedisURL(cfg.StoreURL):
+		// go-redis prints its own lines (each failed dial) raw to stderr;
+		// the store's errors say the same, once, so they go to debug.
+		redisstore.SetClientLogger(cfg.Logger)
 		st, err := redisstore.Open(ctx, cfg.StoreURL)
 		if err != nil {
-			return fmt.Errorf("open Redis store %s: %w", RedactURL(cfg.StoreURL), err)
+			return fmt.Errorf("open Redis store %s: %w", RedactURL(cfg.StoreURL), operatorCause(err))
 		}
 		s.store = st
 	default:
@@ -51,6 +56,21 @@ func (s *Server) openStore(ctx context.Context) error {
 		return nil
 	})
 	return nil
+}
+
+// operatorCause is err as an operator wants it: for a store that could
+// not be reached, the cause, without the message written for the people
+// in line ("The waiting room's storage is unavailable; try again
+// shortly.").
+func operatorCause(err error) error {
+	var we *waitroom.Error
+	if !errors.As(err, &we) || we.Code != waitroom.CodeUnavailable || we.Err == nil {
+		return err
+	}
+	if cause := errors.Unwrap(we.Err); cause != nil {
+		return fmt.Errorf("cannot reach it: %w", cause)
+	}
+	return we.Err
 }
 
 // StoreKind names the backend a configuration serves, for logs: memory,

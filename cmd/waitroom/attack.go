@@ -106,7 +106,19 @@ type attackReport struct {
 func attackCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("load --scenario attack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.String("scenario", "attack", "the scenario: attack")
+	setHelp(fs, helpText{
+		usage: "waitroom load --scenario attack [flags]",
+		about: "People arrive at a room while a bot joins as fast as it can from many loopback addresses, " +
+			"in up to three runs, each against a fresh `waitroom serve --store memory` of its own: with no " +
+			"defence, with the per-address join limit, and with proof of work and the limit. It reports the " +
+			"bot's share of the first admissions and, under proof of work, of the compute spent. It needs " +
+			"the loopback addresses 127.0.0.0/8 (Linux has them all).",
+		examples: []string{
+			"waitroom load --scenario attack",
+			"waitroom load --scenario attack --people 10000 --window 25s --first 1000 --json attack.json",
+		},
+	})
+	fs.String("scenario", "attack", "the `scenario`: attack")
 	people := fs.Int("people", 10_000, "how many `people` arrive, each joining once from its own loopback address")
 	window := fs.Duration("window", 25*time.Second, "the people arrive evenly over this `duration`")
 	first := fs.Int("first", 1000, "how many first `admissions` are measured; a run stops once the room has this many sessions")

@@ -20,12 +20,12 @@ func healthcheckCommand(ctx context.Context, args []string, getenv func(string) 
 	fs.SetOutput(stderr)
 	target := fs.String("url", defaultHealthURL(getenv("WAITROOM_ADDR")), "health `URL` to GET (/readyz: the store answers; /healthz: the process is up);\nthe default follows WAITROOM_ADDR, as serve does")
 	timeout := fs.Duration("timeout", 2*time.Second, "give up after this `duration`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: waitroom healthcheck [--url URL] [--timeout 2s]\n\n"+
-			"GETs a waitroom health endpoint and exits 0 on 200 OK, 1 otherwise, with one\n"+
-			"line saying which (the container image's HEALTHCHECK).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setHelp(fs, helpText{
+		usage: "waitroom healthcheck [--url URL] [--timeout 2s]",
+		about: "GETs a waitroom health endpoint and exits 0 on 200 OK, 1 otherwise, with one line " +
+			"saying which: the container image's HEALTHCHECK, which has no shell or curl.",
+		examples: []string{"waitroom healthcheck", "waitroom healthcheck --url http://10.0.0.5:8080/healthz --timeout 5s"},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

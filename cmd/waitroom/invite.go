@@ -15,17 +15,22 @@ import (
 	"github.com/waitroom/waitroom/internal/invite"
 )
 
-const inviteUsage = `Usage:
+const inviteUsage = `Usage: waitroom invite keygen | mint [flags]
 
-	waitroom invite keygen
-	waitroom invite mint -private-key-file FILE -room ROOM [flags]
+Makes invite keys and mints signed invite tokens offline, without asking the
+server: a room whose invite_keys hold the public key admits the holders of
+tokens signed with the private one.
 
-keygen prints a new Ed25519 key pair. Put the public key in the room's
-invite_keys configuration; keep the private key secret, where the programs
-that mint invites can read it.
+Commands:
+  keygen
+      print a new Ed25519 key pair: the public key for the room's
+      invite_keys, the private key for mint (keep it secret)
+  mint
+      sign invite tokens with the private key; see waitroom invite mint -h
 
-mint signs invite tokens with a private key, offline: the server is not
-asked. Run "waitroom invite mint -h" for its flags.
+Examples:
+  waitroom invite keygen > invite.key
+  waitroom invite mint --private-key-file invite.key --room drop --count 100
 `
 
 // maxMintCount bounds -count: more invites than this at once is more likely
@@ -35,7 +40,7 @@ const maxMintCount = 1_000_000
 // inviteCommand dispatches "waitroom invite keygen" and "waitroom invite mint".
 func inviteCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, inviteUsage)
+		fmt.Fprintf(stderr, "waitroom invite: no subcommand given (keygen or mint)\nsee `waitroom invite -h`\n")
 		return &usageError{"invite: no subcommand given"}
 	}
 	switch sub, rest := args[0], args[1:]; sub {
@@ -44,10 +49,12 @@ func inviteCommand(args []string, stdout, stderr io.Writer) error {
 	case "mint":
 		return inviteMint(rest, time.Now(), stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, inviteUsage)
-		return nil
+		// Printed where -h prints (stderr); "waitroom help invite" passes
+		// stdout as both.
+		fmt.Fprint(stderr, inviteUsage)
+		return flag.ErrHelp
 	default:
-		fmt.Fprintf(stderr, "waitroom invite: unknown subcommand %q\n\n%s", sub, inviteUsage)
+		fmt.Fprintf(stderr, "waitroom invite: unknown subcommand %q (keygen or mint)\nsee `waitroom invite -h`\n", sub)
 		return &usageError{fmt.Sprintf("invite: unknown subcommand %q", sub)}
 	}
 }
@@ -57,17 +64,14 @@ func inviteCommand(args []string, stdout, stderr io.Writer) error {
 func inviteKeygen(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("invite keygen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: waitroom invite keygen
-
-Prints a new Ed25519 key pair for invites signed outside the server:
-
-	private: <base64 seed>  for "waitroom invite mint -private-key-file" or your own code
-	public: <base64 key>    for the room's invite_keys configuration
-
-The output can be saved as the private key file as it is.
-`)
-	}
+	setHelp(fs, helpText{
+		usage: "waitroom invite keygen",
+		about: "Prints a new Ed25519 key pair for invites signed outside the server, one \"name: value\" " +
+			"line each: \"private: <base64 seed>\", for waitroom invite mint --private-key-file or your own " +
+			"code, and \"public: <base64 key>\", for the room's invite_keys configuration. The output can " +
+			"be saved as the private key file as it is.",
+		examples: []string{"waitroom invite keygen > invite.key"},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -89,20 +93,20 @@ func inviteMint(args []string, now time.Time, stdout, stderr io.Writer) error {
 	room := fs.String("room", "", "the `room` the invites admit to (required)")
 	tier := fs.String("tier", "", "the priority `tier` the holders join in")
 	key := fs.String("key", "", "the identity `key` the holders join under")
-	uses := fs.Int("uses", 1, fmt.Sprintf("how many joins each invite allows, 1 to %d", invite.MaxUses))
+	uses := fs.Int("uses", 1, fmt.Sprintf("how many `joins` each invite allows, 1 to %d", invite.MaxUses))
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invites stay valid")
-	count := fs.Int("count", 1, "how many invites to mint, each with its own ID")
+	count := fs.Int("count", 1, "how many `invites` to mint, each with its own ID")
 	baseURL := fs.String("base-url", "", "print links `URL`/r/ROOM#invite=TOKEN instead of bare tokens; URL is the server's public address")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: waitroom invite mint -private-key-file FILE -room ROOM [flags]
-
-Signs invite tokens with an Ed25519 private key whose public half is in the
-room's invite_keys, and prints one per line.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setHelp(fs, helpText{
+		usage: "waitroom invite mint --private-key-file FILE --room ROOM [flags]",
+		about: "Signs invite tokens with an Ed25519 private key whose public half is in the room's " +
+			"invite_keys, and prints one per line (or one link per line with --base-url). The server is " +
+			"not asked: the tokens are checked when someone joins with one.",
+		examples: []string{
+			"waitroom invite mint --private-key-file invite.key --room drop --count 100 --ttl 48h",
+			"waitroom invite mint --private-key-file invite.key --room drop --tier vip --base-url https://queue.example.com",
+		},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

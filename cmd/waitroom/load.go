@@ -1,15 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,22 +41,25 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setHelp(fs, loadHelp)
 	fs.String("scenario", "", "play a scripted `scenario` with flags of its own instead: attack (people and a join bot against\nno defence, the join limit and proof of work, on servers it starts; see --scenario attack -h)")
 	targets := fs.String("target", "http://127.0.0.1:8080", "comma-separated base `URLs` of the servers; users are spread over them")
 	room := fs.String("room", "default", "`room` to join")
+	create := fs.Bool("create", false, "create the room when it does not exist (with the admin token; capacity --capacity, the rest the server's defaults); a room that exists is left as it is")
+	capacity := fs.Int("capacity", 50, "how many `people` a room that --create makes admits at once")
 	users := fs.Int("users", 1000, "how many `people` arrive")
-	rate := fs.Float64("rate", 0, "arrivals per `second`; 0: everyone at once, or with --opens-in spread evenly over the time before the opening")
+	rate := fs.Float64("rate", 0, "`arrivals` per second; 0: everyone at once, or with --opens-in spread evenly over the time before the opening")
 	hold := fs.Duration("hold", 10*time.Second, "how long an admitted person stays (each draws from hold/2 to 3·hold/2)")
 	abandon := fs.Float64("abandon", 0, "`chance` an admitted person closes the page without leaving")
 	quit := fs.Float64("quit", 0, "`chance` per second a waiting person gives up and leaves")
 	poll := fs.Duration("poll", 0, "poll the session this often instead of holding an event stream")
 	duration := fs.Duration("duration", time.Minute, "how long the crowd plays; with --opens-in, default 30s past the opening")
-	opensIn := fs.Duration("opens-in", 0, "play a drop: set the room's opens_at to this long after arrivals begin (keeping the rest of its configuration; needs the admin token and an existing room that has not held a draw yet, so use a new room per run), let the crowd arrive in its pre-queue, and report the time from the opening until each entrant's stream shows a position, the entrants lost, and the published draw checked as verify-draw does and against every entrant's ticket. Without it, a room already scheduled to open is measured the same way")
+	opensIn := fs.Duration("opens-in", 0, "play a drop: set the room's opens_at to this long after arrivals begin (keeping the rest of its configuration; needs the admin token and a room that has not held a draw yet, so use a new room per run), let the crowd arrive in its pre-queue, and report the time from the opening until each entrant's stream shows a position, the entrants lost, and the published draw checked as verify-draw does and against every entrant's ticket. Without it, a room already scheduled to open is measured the same way")
 	workers := fs.Int("workers", 0, "worker `processes`; 0: one per 4,000 users")
 	sources := fs.Int("sources", 0, "loopback source `addresses` to connect from (127.0.0.2, …); 0: one per 10,000 users, none when that is one")
-	settle := fs.Duration("check-settle", 7*time.Second, "how long a check waits with the crowd and the room frozen before it compares:\nat least the servers' --push-refresh plus a second or two")
+	settle := fs.Duration("check-settle", 7*time.Second, "how long a check waits with the crowd and the room frozen before it compares: at least the servers' --push-refresh plus a second or two")
 	check := fs.Duration("check-every", 0, "freeze the crowd and check every person's latest position this often (needs the admin token); a final check always runs when the token is given")
-	token := fs.String("admin-token", getenv("WAITROOM_ADMIN_TOKEN"), "admin `token` (env WAITROOM_ADMIN_TOKEN) for position checks")
+	token := fs.String("admin-token", "", "admin `token` for --create, --opens-in and position checks; default: the environment variable WAITROOM_ADMIN_TOKEN")
 	jsonOut := fs.String("json", "", "write the full result to this `file` as JSON")
 	chartOut := fs.String("chart", "", "write an SVG chart of waiting, active and admissions per second to this `file`; default: the --json file with .svg for .json, none without --json; \"none\" for no chart")
 	seed := fs.Uint64("seed", 1, "random `seed`")
@@ -69,11 +76,27 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return crowd.Worker(ctx, cfg, *first, *count, os.Stdin, stdout)
 	}
+	if *token == "" {
+		// Read here, not as the flag's default: -h would print it.
+		*token = getenv("WAITROOM_ADMIN_TOKEN")
+	}
 	if *users < 1 {
 		return badUsage(fs, "--users must be at least 1")
 	}
 	if *opensIn < 0 {
 		return badUsage(fs, "--opens-in must not be negative")
+	}
+	var createCfg *waitroom.RoomConfig
+	if *create {
+		if *token == "" {
+			return badUsage(fs, "--create needs the admin token: --admin-token or WAITROOM_ADMIN_TOKEN")
+		}
+		rc := waitroom.DefaultConfig()
+		rc.Capacity = *capacity
+		if err := rc.Validate(); err != nil {
+			return badUsage(fs, "--capacity: %s", waitroom.ErrorMessage(err))
+		}
+		createCfg = &rc
 	}
 	if *opensIn > 0 {
 		if *token == "" {
@@ -114,6 +137,7 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	opt := crowd.Options{
 		Workers: n, AdminToken: *token, Duration: *duration, CheckEvery: *check, Settle: *settle, Progress: stderr, OpensIn: *opensIn,
+		Create: createCfg,
 		Spawn: func(ctx context.Context, share crowd.Config, first, count int) (io.WriteCloser, io.ReadCloser, func() error, error) {
 			b, _ := json.Marshal(share)
 			cmd := exec.CommandContext(ctx, exe, "load", "--worker", "--first", strconv.Itoa(first), "--count", strconv.Itoa(count))
@@ -144,7 +168,11 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	if bars != nil {
 		bars.finish()
 	}
-	if err != nil {
+	var noRoom *crowd.NoRoomError
+	switch {
+	case errors.As(err, &noRoom) && !*create:
+		return fmt.Errorf("%w: add --create (with the admin token) to create it, or name another --room", err)
+	case err != nil:
 		return err
 	}
 	printReport(stdout, rep)
@@ -160,7 +188,32 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		fmt.Fprintf(stdout, "chart written to %s\n", chart)
 	}
+	if rep.StoppedEarly != "" {
+		hint := ""
+		if rep.JoinFailures["429 "+string(waitroom.CodeRateLimited)] > 0 {
+			hint = "; the servers limit joins per address: start them with --join-limit 0"
+		}
+		return fmt.Errorf("load stopped early: %s%s", rep.StoppedEarly, hint)
+	}
 	return nil
+}
+
+// loadHelp is load's -h.
+var loadHelp = helpText{
+	usage: "waitroom load [flags]",
+	about: "Plays a crowd against running servers and reports what it saw: people arrive (--rate), join " +
+		"--room, wait with an event stream (or --poll), stay admitted for about --hold and leave, and " +
+		"the report gives join latency, how soon each admission reached its person, FIFO fairness, ETA " +
+		"error, capacity held and, with the admin token, exact positions at every freeze. The room must " +
+		"exist, or be made with --create. Failures are counted by cause in the report; the run stops " +
+		"early and exits 1 when no server can be reached or most joins fail. Servers limit joins per " +
+		"address (serve --join-limit, 120 a minute): start the server under test with --join-limit 0.",
+	examples: []string{
+		`waitroom load --room load --create --admin-token "$TOKEN" --users 2000 --rate 500 --hold 2s --duration 20s`,
+		`waitroom load --target http://10.0.0.5:8080,http://10.0.0.6:8080 --room drop --users 19900 --opens-in 60s --admin-token "$TOKEN"`,
+		"waitroom load --scenario attack -h",
+	},
+	hidden: []string{"worker", "first", "count"},
 }
 
 // chartPath is where the chart goes: the --chart flag, or next to the JSON
@@ -261,6 +314,9 @@ func printReport(w io.Writer, r *crowd.Report) {
 	p := func(name string, v crowd.Percentiles, unit string) {
 		fmt.Fprintf(tw, "%s\tp50 %.1f%s\tp90 %.1f%s\tp99 %.1f%s\tmax %.1f%s\t(n %d)\n", name, v.P50, unit, v.P90, unit, v.P99, unit, v.Max, unit, v.N)
 	}
+	if r.CreatedRoom {
+		fmt.Fprintf(tw, "room\t%q, created for this run with capacity %d\n", r.Config.Room, r.Capacity)
+	}
 	fmt.Fprintf(tw, "users\t%d joined, %d failed to join, %d admitted, %d left, %d abandoned, %d lost\n", r.Joined, r.JoinErrors, r.Admitted, r.Left, r.Abandoned, r.Lost)
 	p("join latency", r.JoinMillis, "ms")
 	p("admission to person", r.AdmitDelayMillis, "ms")
@@ -296,8 +352,26 @@ func printReport(w io.Writer, r *crowd.Report) {
 			fmt.Fprintf(tw, "draw\tNOT VERIFIED: %s\n", d.DrawError)
 		}
 	}
+	counts := func(name string, m map[string]int) {
+		if len(m) == 0 {
+			return
+		}
+		keys := slices.Collect(maps.Keys(m))
+		slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%d × %s", m[k], k))
+		}
+		// One cell: a long cell before a tab would widen the column.
+		fmt.Fprintf(tw, "%s\t%s\n", name, strings.Join(parts, ", "))
+	}
+	counts("join failures", r.JoinFailures)
+	counts("request errors", r.RequestErrors)
 	for _, e := range r.Errors {
 		fmt.Fprintf(tw, "error\t%s\n", e)
+	}
+	if r.StoppedEarly != "" {
+		fmt.Fprintf(tw, "stopped early\t%s\n", r.StoppedEarly)
 	}
 	tw.Flush()
 }

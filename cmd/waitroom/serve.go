@@ -30,17 +30,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer stopProfile()
 
+	// Bound first: a start that cannot listen writes nothing to the data
+	// folder (New makes the token, the keys and the database).
+	ln, err := listen(ctx, o.addr)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(ctx, o.cfg)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
 	defer applyRoomsOnHangup(ctx, srv, o.cfg.RoomsFile)()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
-	}
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
 	srv.Announce(ctx, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "store", o.cfg.StoreKind(), "data", o.cfg.DataDir)
@@ -59,6 +61,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// listen binds addr; its error names the address once and the cause.
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+		err = oe.Err // "bind: address already in use", without the address again
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {

@@ -44,7 +44,16 @@ var serveFlags = []serveFlag{
 		set: func(o *serveOptions, v string) error { o.addr = v; return nonEmpty("--addr", v) }},
 	{name: "data", env: "WAITROOM_DATA", def: "./waitroom-data", help: "`folder` for the database and the generated admin token",
 		set: func(o *serveOptions, v string) error { o.cfg.DataDir = v; return nonEmpty("--data", v) }},
-	{name: "store", env: "WAITROOM_STORE", help: "storage `backend`: empty for the embedded SQLite store in the data folder,\n\"memory\" for an in-memory store that loses everything on exit (demos only),\nor a Redis URL: redis://[user:password@]host:port/db (rediss:// for TLS),\nredis+cluster://host:port,host:port/ or redis+sentinel://host:port,host:port/master",
+	{name: "store", env: "WAITROOM_STORE", help: "storage `backend`, one of:\n" +
+		"  (empty) — the embedded SQLite store: the file waitroom.db in the data folder\n" +
+		"  memory — in memory, lost when the process stops (demos only)\n" +
+		"  redis://[user:password@]host:port[/db][?options] — one Redis; rediss:// over TLS\n" +
+		"  redis+sentinel://[user:password@]host:port[,host:port…]/master[/db][?options] — the master " +
+		"that the sentinels at these addresses name; rediss+sentinel:// over TLS; the sentinels' own " +
+		"credentials go in the options sentinel_username and sentinel_password\n" +
+		"  redis+cluster://[user:password@]host:port[,host:port…][?options] — a Redis Cluster found " +
+		"from these seed nodes; rediss+cluster:// over TLS\n" +
+		"  The options are go-redis' URL options (dial_timeout, pool_size, …). Logs and errors never show the password.",
 		set: func(o *serveOptions, v string) error { o.cfg.StoreURL = v; return nil }},
 	{name: "admin-token", env: "WAITROOM_ADMIN_TOKEN", help: "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start",
 		set: func(o *serveOptions, v string) error { o.cfg.AdminToken = v; return nil }},
@@ -94,7 +103,7 @@ var serveFlags = []serveFlag{
 			o.cfg.PushFront = int64(n)
 			return err
 		}},
-	{name: "join-limit", env: "WAITROOM_JOIN_LIMIT", def: "120", help: "most joins a `minute` per client address (bursts of as many; IPv6 per /64);\nover it a join answers 429 with Retry-After; 0 turns the limit off",
+	{name: "join-limit", env: "WAITROOM_JOIN_LIMIT", def: "120", help: "most `joins` a minute per client address (bursts of as many; IPv6 per /64);\nover it a join answers 429 with Retry-After; 0 turns the limit off",
 		set: func(o *serveOptions, v string) (err error) {
 			o.cfg.JoinsPerMinute, err = count("--join-limit", v, math.MaxInt32, "a whole number of joins a minute, 0 for none")
 			return err
@@ -191,7 +200,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		}
 		fs.String(f.name, f.def, f.help)
 	}
-	fs.Usage = func() { serveUsage(fs) }
+	setHelp(fs, serveHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return o, err
 	}
@@ -215,22 +224,35 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	return o, nil
 }
 
-// serveUsage prints serve's help: each flag with its environment variable
-// and default.
-func serveUsage(fs *flag.FlagSet) {
-	out := fs.Output()
-	fmt.Fprint(out, "Usage: waitroom serve [flags]\n\nRuns the waitroom HTTP server. Each flag may also be set by its environment\nvariable; a flag on the command line wins.\n\nFlags:\n")
-	for _, f := range serveFlags {
-		name, help := flag.UnquoteUsage(fs.Lookup(f.name))
-		if name != "" {
-			name = " " + name
+// serveHelp is serve's -h; each flag shows its environment variable.
+var serveHelp = helpText{
+	usage: "waitroom serve [flags]",
+	about: "Runs the waitroom server: the JSON API, the waiting pages, the operator console (/admin/) " +
+		"and the health and metrics endpoints, on one address, until it is interrupted. Rooms and sessions " +
+		"live in the store (--store): by default an SQLite file in the data folder, which also holds the " +
+		"generated admin token and the signing keys; nothing is written there until the address is bound " +
+		"and the store is open. Each flag may also be set by its environment variable; a flag on the " +
+		"command line wins.",
+	examples: []string{
+		"waitroom serve --demo",
+		"waitroom serve --addr :8080 --data /var/lib/waitroom --join-limit 0",
+		"WAITROOM_ADMIN_TOKEN=… waitroom serve --store redis://:password@10.0.0.5:6379/0",
+	},
+	order: func() []string {
+		var names []string
+		for _, f := range serveFlags {
+			names = append(names, f.name)
 		}
-		fmt.Fprintf(out, "  --%s%s   (env %s", f.name, name, f.env)
-		if f.def != "" {
-			fmt.Fprintf(out, ", default %q", f.def)
+		return names
+	}(),
+	env: func(name string) string {
+		for _, f := range serveFlags {
+			if f.name == name {
+				return f.env
+			}
 		}
-		fmt.Fprintf(out, ")\n    \t%s\n", strings.ReplaceAll(help, "\n", "\n    \t"))
-	}
+		return ""
+	},
 }
 
 func nonEmpty(flag, v string) error {

@@ -75,6 +75,13 @@ type baselineResult struct {
 func sseBaselineCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sse-baseline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setHelp(fs, helpText{
+		usage: "waitroom sse-baseline [flags]",
+		about: "A measuring tool, not listed in waitroom's help: a minimal net/http server-sent-events " +
+			"server and its clients, in processes of their own, the baseline of scripts/fanout-bench.sh.",
+		examples: []string{"waitroom sse-baseline --streams 15000 --rate 20000 --duration 20s"},
+		hidden:   []string{"serve", "client", "target", "first"},
+	})
 	streams := fs.Int("streams", 15000, "how many `streams` to hold open")
 	rate := fs.Float64("rate", 20000, "messages per `second` across all streams")
 	size := fs.Int("bytes", 330, "size of each message's data payload in `bytes`")

@@ -34,21 +34,20 @@ var drawStdin io.Reader = os.Stdin
 func verifyDrawCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify-draw", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: waitroom verify-draw URL-or-FILE
-
-Checks a scheduled room's published draw: that the seed matches the
-commitment published before the draw, and that every entrant's value and
-ticket follow from that seed. URL-or-FILE is the draw record, for example
-https://queue.example.com/v1/rooms/drop/draw, a file holding it, or "-" for
-standard input.
-`)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &usageError{err.Error()}
+	setHelp(fs, helpText{
+		usage: "waitroom verify-draw URL-or-FILE",
+		about: "Checks a scheduled room's published draw without trusting the server that published it: " +
+			"that the seed matches the commitment published before the draw, and that every entrant's " +
+			"value and ticket follow from that seed. URL-or-FILE is the draw record (GET " +
+			"/v1/rooms/{room}/draw), a file holding it, or \"-\" for standard input. It exits 0 when the " +
+			"draw verifies and 1 when it does not.",
+		examples: []string{
+			"waitroom verify-draw https://queue.example.com/v1/rooms/drop/draw",
+			"curl -s https://queue.example.com/v1/rooms/drop/draw | waitroom verify-draw -",
+		},
+	})
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return badUsage(fs, "want one URL or FILE, got %d arguments", fs.NArg())

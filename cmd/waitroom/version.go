@@ -126,13 +126,13 @@ func versionCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (fields not known are left out)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: waitroom version [--json]\n\n"+
-			"Prints the module version, the Go version and platform, the VCS revision\n"+
-			"(+dirty when built with uncommitted changes), the commit's time and the\n"+
-			"build time, each when the binary knows it.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setHelp(fs, helpText{
+		usage: "waitroom version [--json]",
+		about: "Prints the module version, the Go version and platform, the VCS revision " +
+			"(+dirty when built with uncommitted changes), the commit's time and the build time, " +
+			"each when the binary knows it (a line it does not know is left out).",
+		examples: []string{"waitroom version", "waitroom version --json"},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func doJSON(ctx context.Context, c *http.Client, method, url, token string, body
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(b))
+		return fmt.Errorf("%s %s: %w", method, url, newStatusError(resp.StatusCode, bytes.TrimSpace(b)))
 	}
 	if v == nil {
 		return nil

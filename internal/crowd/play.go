@@ -2,8 +2,10 @@ package crowd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,7 +60,31 @@ type Options struct {
 	// A room already scheduled to open after the run starts is measured
 	// as a drop without it.
 	OpensIn time.Duration
+	// Create, when set, is the configuration of the room to create (with
+	// AdminToken) when it does not exist yet. Without it, a room that does
+	// not exist fails the run, with a *NoRoomError, before the crowd
+	// starts.
+	Create *waitroom.RoomConfig
 }
+
+// NoRoomError is the error of a run against a room that does not exist
+// (and that Options.Create does not make).
+type NoRoomError struct{ Room, Target string }
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("room %q does not exist on %s", e.Room, e.Target)
+}
+
+// A run stops early, with Report.StoppedEarly, when more than half of its
+// joins failed once at least minFailSample of them have, or when no server
+// could be reached for unreachableAfter.
+const (
+	minFailSample    = 20
+	unreachableAfter = 5 * time.Second
+	// probeTimeout bounds the first look at each server, before the crowd
+	// starts.
+	probeTimeout = 4 * time.Second
+)
 
 // Progress is how far a run has got: what the workers reported (joined,
 // admitted) and the room's latest sampled status (waiting, active).
@@ -79,15 +105,20 @@ type worker struct {
 	lines    chan line
 	wait     func() error
 	mu       sync.Mutex
-	count    int   // users joined so far
-	admitted int   // users admitted so far
-	updates  int64 // stream updates received so far
+	count    int    // users joined so far
+	admitted int    // users admitted so far
+	updates  int64  // stream updates received so far
+	failed   int    // users whose join failed for good so far
+	cause    string // what the latest of those met
 }
 
 // progress records a worker's progress line.
 func (w *worker) progress(l line) {
 	w.mu.Lock()
-	w.count, w.admitted, w.updates = l.Count, l.Admit, l.Upd
+	w.count, w.admitted, w.updates, w.failed = l.Count, l.Admit, l.Upd, l.Fail
+	if l.Cause != "" {
+		w.cause = l.Cause
+	}
 	w.mu.Unlock()
 }
 
@@ -128,6 +159,10 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 	if opt.Client == nil {
 		opt.Client = &http.Client{Timeout: 30 * time.Second}
 	}
+	created, err := preflight(ctx, cfg, opt)
+	if err != nil {
+		return nil, err // it names the server: one line says it all
+	}
 	started := time.Now()
 	var opensAt time.Time
 	switch {
@@ -149,7 +184,7 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			opensAt = st.OpensAt
 		}
 	}
-	rep := &Report{Config: cfg, Started: started, Users: cfg.Users}
+	rep := &Report{Config: cfg, Started: started, Users: cfg.Users, CreatedRoom: created}
 	if !opensAt.IsZero() {
 		rep.Drop = &DropReport{OpensAt: opensAt}
 	}
@@ -220,6 +255,15 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		}
 		return t
 	}
+	failed := func() (n int, cause string) {
+		for _, w := range workers {
+			w.mu.Lock()
+			n += w.failed
+			cause = cmp.Or(w.cause, cause)
+			w.mu.Unlock()
+		}
+		return n, cause
+	}
 	admitted := func() int {
 		t := 0
 		for _, w := range workers {
@@ -250,8 +294,11 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		}
 	}
 
-	// Sample the room while the crowd plays.
+	// Sample the room while the crowd plays; the samples also tell whether
+	// any server can still be reached.
 	var seriesMu sync.Mutex
+	lastReached, lastUnreachable := time.Now(), time.Time{}
+	var unreachable error
 	sampleDone := make(chan struct{})
 	go func() {
 		defer close(sampleDone)
@@ -267,9 +314,15 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			st, err := roomStatus(runCtx, opt.Client, cfg.Targets[i%len(cfg.Targets)], cfg.Room)
 			i++
 			if err != nil {
+				if transport(err) && runCtx.Err() == nil {
+					seriesMu.Lock()
+					lastUnreachable, unreachable = time.Now(), err
+					seriesMu.Unlock()
+				}
 				continue
 			}
 			seriesMu.Lock()
+			lastReached = time.Now()
 			rep.Capacity = st.Capacity
 			rep.MaxActive = max(rep.MaxActive, st.Active)
 			rep.Series = append(rep.Series, Sample{T: time.Since(rep.Started).Seconds(), Waiting: st.Waiting, Active: st.Active, Joined: joined(), Entrants: st.Entrants, Updates: updates()})
@@ -310,6 +363,19 @@ func Play(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 			opt.OnProgress(p)
 		}
 	}
+	// stopReason says why the run cannot go on, or "".
+	stopReason := func() string {
+		j := joined()
+		if f, cause := failed(); f >= minFailSample && f > j {
+			return fmt.Sprintf("%d of the first %d joins failed (the latest: %s)", f, f+j, cause)
+		}
+		seriesMu.Lock()
+		defer seriesMu.Unlock()
+		if lastUnreachable.After(lastReached) && time.Since(lastReached) >= unreachableAfter {
+			return fmt.Sprintf("no server could be reached for %s (the latest: %s)", unreachableAfter, causeOf(unreachable))
+		}
+		return ""
+	}
 loop:
 	for {
 		select {
@@ -329,6 +395,10 @@ loop:
 			break loop
 		case <-tick.C:
 			report()
+			if why := stopReason(); why != "" {
+				rep.StoppedEarly = why
+				break loop
+			}
 		case <-checkC:
 			if !checkable() {
 				continue
@@ -343,7 +413,9 @@ loop:
 			rep.Checks = append(rep.Checks, c)
 		}
 	}
-	if opt.AdminToken != "" && ctx.Err() == nil && !checkable() {
+	if rep.StoppedEarly != "" {
+		// No final check: the servers are gone, or the crowd never was.
+	} else if opt.AdminToken != "" && ctx.Err() == nil && !checkable() {
 		rep.Errors = append(rep.Errors, "no final position check: the run ended before the room opened and its draw reached the crowd")
 	} else if opt.AdminToken != "" && ctx.Err() == nil {
 		readers.Lock()
@@ -358,7 +430,7 @@ loop:
 	// The published draw, read before the crowd stops.
 	var draw waitroom.DrawRecord
 	drawErr := errBeforeOpening
-	if rep.Drop != nil && time.Now().After(opensAt) {
+	if rep.Drop != nil && time.Now().After(opensAt) && rep.StoppedEarly == "" {
 		draw, drawErr = fetchDraw(ctx, opt.Client, cfg.Targets[0], cfg.Room)
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -398,4 +470,52 @@ loop:
 	}
 	summariseETAs(rep, opens, time.Now().UnixMilli())
 	return rep, nil
+}
+
+// preflight looks at the room on every server before the crowd starts, so
+// that a server that cannot be reached, or a room that does not exist, is
+// one error at once rather than every person's failed join. It creates
+// the room with opt.Create when that is set, and says whether it did.
+func preflight(ctx context.Context, cfg Config, opt Options) (created bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	for _, base := range cfg.Targets {
+		_, err := roomStatus(ctx, opt.Client, base, cfg.Room)
+		var answer *statusError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &answer) && answer.code == string(waitroom.CodeRoomNotFound) && opt.Create != nil:
+			if err := createRoom(ctx, opt, base, cfg.Room, *opt.Create); err != nil {
+				return false, err
+			}
+			created = true
+		case errors.As(err, &answer) && answer.code == string(waitroom.CodeRoomNotFound):
+			return false, &NoRoomError{Room: cfg.Room, Target: base}
+		case errors.As(err, &answer) && answer.code == "":
+			return false, fmt.Errorf("%s answered GET /v1/rooms/%s with %s, not a waitroom answer: is it a waitroom server?", base, cfg.Room, answer)
+		case errors.As(err, &answer):
+			return false, fmt.Errorf("%s answered GET /v1/rooms/%s with %s", base, cfg.Room, answer)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return false, fmt.Errorf("cannot reach %s: no answer within %s", base, probeTimeout)
+		default:
+			return false, fmt.Errorf("cannot reach %s: %s", base, causeOf(err))
+		}
+	}
+	return created, nil
+}
+
+// createRoom creates room on base with cfg, with the admin token.
+func createRoom(ctx context.Context, opt Options, base, room string, cfg waitroom.RoomConfig) error {
+	if opt.AdminToken == "" {
+		return fmt.Errorf("%w, and creating it needs the admin token", &NoRoomError{Room: room, Target: base})
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("create room %q: %w", room, err)
+	}
+	if err := doJSON(ctx, opt.Client, "PUT", base+"/v1/rooms/"+room, opt.AdminToken, b, nil); err != nil {
+		return fmt.Errorf("create room %q on %s: %w", room, base, err)
+	}
+	return nil
 }

@@ -45,8 +45,22 @@ type Report struct {
 	Series    []Sample  `json:"series"`
 	// Admissions counts admissions (the server's admitted_at) in each
 	// second of the run: element i is second i after Started.
-	Admissions []int    `json:"admissions_per_second"`
-	Errors     []string `json:"errors,omitempty"`
+	Admissions []int `json:"admissions_per_second"`
+	// JoinFailures counts the people whose join failed for good, by what
+	// its last try met ("429 rate_limited", "connection refused").
+	JoinFailures map[string]int `json:"join_failures,omitempty"`
+	// RequestErrors counts the failed requests of everyone, by kind and
+	// cause ("stream: connection reset"), whether a retry then succeeded
+	// or not.
+	RequestErrors map[string]int `json:"request_errors,omitempty"`
+	// StoppedEarly says why the run stopped before its time (most joins
+	// failed, or no server could be reached); empty when it played on.
+	StoppedEarly string `json:"stopped_early,omitempty"`
+	// CreatedRoom is set when the run created its room (Options.Create).
+	CreatedRoom bool `json:"created_room,omitempty"`
+	// Errors are what went wrong with the run itself (a worker, a position
+	// check).
+	Errors []string `json:"errors,omitempty"`
 	// Drop is set for a run against a scheduled room's opening.
 	Drop        *DropReport  `json:"drop,omitempty"`
 	UsersDetail []UserResult `json:"people"`
@@ -146,10 +160,19 @@ func summarise(rep *Report) {
 		}
 		// An entrant of a pre-queue joined without a ticket; it has one
 		// once the draw reached it.
+		for c, n := range u.Causes {
+			if rep.RequestErrors == nil {
+				rep.RequestErrors = make(map[string]int)
+			}
+			rep.RequestErrors[c] += n
+		}
 		if u.JoinError != "" || u.JoinedAt == 0 {
 			rep.JoinErrors++
-			if u.JoinError != "" && len(rep.Errors) < 20 {
-				rep.Errors = append(rep.Errors, "join: "+u.JoinError)
+			if c := cmp.Or(u.JoinCause, u.JoinError); c != "" {
+				if rep.JoinFailures == nil {
+					rep.JoinFailures = make(map[string]int)
+				}
+				rep.JoinFailures[c]++
 			}
 			continue
 		}

@@ -84,13 +84,21 @@ type UserResult struct {
 	Abandoned  bool       `json:"abandoned,omitempty"`
 	Errors     int        `json:"errors,omitempty"`
 	LastErr    string     `json:"last_err,omitempty"`
-	Position   int64      `json:"pos,omitempty"`
+	// Causes counts the user's failed requests by what they were and met
+	// ("stream: connection reset", "join: 503 unavailable"), retried or
+	// not.
+	Causes   map[string]int `json:"causes,omitempty"`
+	Position int64          `json:"pos,omitempty"`
 	// Entry is the public entry of a user who joined a scheduled room's
 	// pre-queue (an entrant), as the published draw names it.
 	Entry string `json:"entry,omitempty"`
 	// PositionSeenAt is when the user first saw a place in line: waiting
 	// with a position, or active (unix milliseconds, the user's clock).
 	PositionSeenAt int64 `json:"position_seen_ms,omitempty"`
+	// JoinCause is what a join that failed met, as counted in the report
+	// (see causeOf): empty when it did not fail, or when the run ended
+	// before it had an answer.
+	JoinCause string `json:"join_cause,omitempty"`
 }
 
 // user is one simulated person.
@@ -158,10 +166,19 @@ func (u *user) base() string {
 // next moves the user to another server after a failure.
 func (u *user) next() { u.target.Add(1) }
 
-func (u *user) fail(err error) {
+// fail records a failed request: what it was (join, leave, stream, poll)
+// and the error it met.
+func (u *user) fail(what string, err error) {
 	u.mu.Lock()
 	u.res.Errors++
 	u.res.LastErr = err.Error()
+	if !strings.HasPrefix(u.res.LastErr, what+":") {
+		u.res.LastErr = what + ": " + u.res.LastErr
+	}
+	if u.res.Causes == nil {
+		u.res.Causes = make(map[string]int)
+	}
+	u.res.Causes[what+": "+causeOf(err)]++
 	u.mu.Unlock()
 }
 
@@ -186,7 +203,11 @@ func (u *user) run(ctx context.Context) UserResult {
 		if err == nil || ctx.Err() != nil || u.ending.Load() {
 			break
 		}
-		u.fail(err)
+		what := "stream"
+		if u.cfg.Poll > 0 {
+			what = "poll"
+		}
+		u.fail(what, err)
 		var lost lostError
 		if errors.As(err, &lost) {
 			u.mu.Lock()
@@ -215,30 +236,41 @@ func (u *user) result() UserResult {
 	return r
 }
 
-// join posts the join, retrying on other servers for transport errors.
+// join posts the join, retrying on other servers for transport errors and
+// 5xx answers. A join that fails for good says why in JoinError and
+// JoinCause.
 func (u *user) join(ctx context.Context) bool {
+	var last error
+	defer func() {
+		if last != nil {
+			u.mu.Lock()
+			u.res.JoinError, u.res.JoinCause = last.Error(), causeOf(last)
+			u.mu.Unlock()
+		}
+	}()
 	for attempt := 0; attempt < 2*len(u.cfg.Targets)+1; attempt++ {
 		start := time.Now()
 		req, _ := http.NewRequestWithContext(ctx, "POST", u.base()+"/v1/rooms/"+u.cfg.Room+"/sessions", nil)
 		resp, err := u.client.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
+				last = nil // not a failure: the run is over
 				u.mu.Lock()
-				u.res.JoinError = fmt.Sprintf("the run ended %s into the join, before its answer", time.Since(start).Round(time.Millisecond))
+				u.res.JoinError = "the run ended before its answer"
 				u.mu.Unlock()
 				return false
 			}
-			u.fail(err)
+			u.fail("join", err)
+			last = err
 			u.next()
 			continue
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated {
-			u.mu.Lock()
-			u.res.JoinError = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
-			u.mu.Unlock()
+			last = newStatusError(resp.StatusCode, bytes.TrimSpace(body))
 			if resp.StatusCode >= 500 {
+				u.fail("join", last)
 				u.next()
 				continue
 			}
@@ -246,13 +278,11 @@ func (u *user) join(ctx context.Context) bool {
 		}
 		var s waitroom.Session
 		if err := json.Unmarshal(body, &s); err != nil {
-			u.mu.Lock()
-			u.res.JoinError = "bad join answer: " + err.Error()
-			u.mu.Unlock()
+			last = fmt.Errorf("bad join answer: %w", err)
 			return false
 		}
+		last = nil
 		u.mu.Lock()
-		u.res.JoinError = ""
 		u.res.JoinMicros = time.Since(start).Microseconds()
 		u.res.Ticket = s.Ticket
 		u.res.JoinedAt = s.JoinedAt.UnixMilli()
@@ -269,9 +299,12 @@ func (u *user) join(ctx context.Context) bool {
 }
 
 // lostError is a 404 for a session the server acknowledged.
-type lostError struct{ msg string }
+type lostError struct{ answer *statusError }
 
-func (e lostError) Error() string { return e.msg }
+func (e lostError) Error() string { return "session lost: " + e.answer.Error() }
+
+// Unwrap returns the 404 answer, which causeOf counts.
+func (e lostError) Unwrap() error { return e.answer }
 
 // observe records a Session the user saw and acts on it.
 func (u *user) observe(ctx context.Context, s waitroom.Session) {
@@ -395,7 +428,10 @@ func (u *user) leave(ctx context.Context) {
 		req, _ := http.NewRequestWithContext(ctx, "DELETE", u.base()+"/v1/rooms/"+u.cfg.Room+"/sessions/"+id, nil)
 		resp, err := u.client.Do(req)
 		if err != nil {
-			u.fail(err)
+			if ctx.Err() != nil {
+				return // the run ended: not the server's failure
+			}
+			u.fail("leave", err)
 			u.next()
 			continue
 		}
@@ -411,7 +447,7 @@ func (u *user) leave(ctx context.Context) {
 			}
 			return
 		}
-		u.fail(fmt.Errorf("leave: %d %s", resp.StatusCode, bytes.TrimSpace(body)))
+		u.fail("leave", newStatusError(resp.StatusCode, bytes.TrimSpace(body)))
 		if resp.StatusCode < 500 {
 			return
 		}
@@ -445,10 +481,11 @@ func (u *user) stream(ctx context.Context) error {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return lostError{fmt.Sprintf("stream: 404 %s", bytes.TrimSpace(b))}
+		return lostError{newStatusError(resp.StatusCode, bytes.TrimSpace(b))}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("stream: status %d", resp.StatusCode)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return newStatusError(resp.StatusCode, bytes.TrimSpace(b))
 	}
 	r := bufio.NewReaderSize(resp.Body, 4096)
 	var data []byte
@@ -500,10 +537,10 @@ func (u *user) poll(ctx context.Context) error {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusNotFound {
-			return lostError{"poll: 404 " + strings.TrimSpace(string(body))}
+			return lostError{newStatusError(resp.StatusCode, bytes.TrimSpace(body))}
 		}
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("poll: status %d", resp.StatusCode)
+			return newStatusError(resp.StatusCode, bytes.TrimSpace(body))
 		}
 		var s waitroom.Session
 		if err := json.Unmarshal(body, &s); err != nil {

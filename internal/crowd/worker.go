@@ -30,6 +30,8 @@ type line struct {
 	Count int         `json:"n,omitempty"` // joined so far (progress)
 	Admit int         `json:"a,omitempty"` // admitted so far (progress)
 	Upd   int64       `json:"u,omitempty"` // stream updates received so far (progress)
+	Fail  int         `json:"f,omitempty"` // joins that failed for good so far (progress)
+	Cause string      `json:"c,omitempty"` // what the latest of them met (progress)
 }
 
 // Status codes in snapshots.
@@ -56,7 +58,8 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 	var frozen atomic.Bool
 	cls := clients(cfg.Sources)
 	users := make([]*user, count)
-	var joined, admitted, busy, updates atomic.Int64
+	var joined, admitted, busy, updates, failed atomic.Int64
+	var lastCause atomic.Pointer[string]
 	for i := range users {
 		n := first + i
 		users[i] = &user{
@@ -98,7 +101,11 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				write(line{Kind: "progress", Count: int(joined.Load()), Admit: int(admitted.Load()), Upd: updates.Load()})
+				l := line{Kind: "progress", Count: int(joined.Load()), Admit: int(admitted.Load()), Upd: updates.Load(), Fail: int(failed.Load())}
+				if c := lastCause.Load(); c != nil {
+					l.Cause = *c
+				}
+				write(l)
 			}
 		}
 	}()
@@ -128,6 +135,10 @@ func Worker(ctx context.Context, cfg Config, first, count int, in io.Reader, out
 		go func() {
 			defer wg.Done()
 			results[i] = u.run(ctx)
+			if c := results[i].JoinCause; c != "" {
+				failed.Add(1)
+				lastCause.Store(&c)
+			}
 		}()
 	}
 	wg.Wait()
