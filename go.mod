@@ -47,7 +47,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// modernc.org/sqlite's own tests want a pprof snapshot the module proxy refuses;
-// pin one it serves so `go mod tidy` resolves. Only test code of a dependency uses it.
-replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250317173921-a4b03ec1a45e

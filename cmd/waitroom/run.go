@@ -21,7 +21,8 @@ Commands:
 	bench        measure waitroom next to the alternatives and print one table
 	verify-draw  check a scheduled room's published draw (from a URL or a file)
 	invite       make invite keys and mint signed invite tokens offline
-	version      print the version, the Go version and the VCS revision
+	version      print the version, the VCS revision and the build time
+	healthcheck  exit 0 if a server's /readyz answers 200 (the image's health check)
 	help         print this list, or a command's help: waitroom help COMMAND
 
 Run "waitroom help COMMAND" (or "waitroom COMMAND -h") for a command's flags.
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return inviteCommand(rest, stdout, stderr)
 	case "version":
 		return versionCommand(rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if cmd == "help" && len(rest) > 0 && !slices.Contains([]string{"help", "-h", "-help", "--help"}, rest[0]) {
 			if !strings.Contains(usageText, "\n\t"+rest[0]+" ") {
