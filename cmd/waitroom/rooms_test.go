@@ -306,3 +306,20 @@ func TestServeHomePage(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServeHangupWithoutRoomsFile: SIGHUP (systemctl reload, a closing
+// terminal) must not end a server that has no rooms file to reload: Go's
+// default for SIGHUP would end it at once, without the graceful stop.
+func TestServeHangupWithoutRoomsFile(t *testing.T) {
+	bin := buildBinary(t)
+	p := startProcess(t, bin, t.TempDir(), "--admin-token", "hangup-admin-token-0123")
+	p.hangup(t, "no --rooms file to apply")
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatalf("after SIGHUP the server does not answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("after SIGHUP /healthz answered %d, want 200", resp.StatusCode)
+	}
+}

@@ -42,7 +42,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
-	defer applyRoomsOnHangup(ctx, srv, o.cfg.RoomsFile)()
+	defer applyRoomsOnHangup(ctx, srv, logger, o.cfg.RoomsFile)()
 	fmt.Fprintf(stdout, "waitroom listening on %s\n", ln.Addr())
 	srv.Announce(ctx, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "store", o.cfg.StoreKind(), "data", o.cfg.DataDir)
