@@ -318,9 +318,12 @@ func TestSafeRoomChanges(t *testing.T) {
 	}
 	// Stale versions: each change fails with precondition_failed.
 	for name, call := range map[string]func() error{
-		"PutRoom":   func() error { _, _, err := adm.PutRoom(ctx, "shop", cfg, client.IfMatch(made.ETag())); return err },
-		"PatchRoom": func() error { _, err := adm.PatchRoom(ctx, "shop", map[string]int{"capacity": 1}, client.IfMatch(resumed.ETag())); return err },
-		"Pause":     func() error { _, err := adm.Pause(ctx, "shop", "", client.IfMatch(made.ETag())); return err },
+		"PutRoom": func() error { _, _, err := adm.PutRoom(ctx, "shop", cfg, client.IfMatch(made.ETag())); return err },
+		"PatchRoom": func() error {
+			_, err := adm.PatchRoom(ctx, "shop", map[string]int{"capacity": 1}, client.IfMatch(resumed.ETag()))
+			return err
+		},
+		"Pause": func() error { _, err := adm.Pause(ctx, "shop", "", client.IfMatch(made.ETag())); return err },
 	} {
 		err := call()
 		var e *waitroom.Error
