@@ -152,19 +152,18 @@ func (s *server) patchRoom(w http.ResponseWriter, r *http.Request) error {
 	return writeRoom(w, http.StatusOK, after)
 }
 
-// patchType refuses a body that says it is neither a merge patch nor JSON.
-// No Content-Type is taken as JSON, as PUT takes it.
+// patchType refuses a JSON Patch (RFC 6902), a list of operations that
+// would read as something else entirely. Any other body is read as a merge
+// patch, whatever its Content-Type says, as PUT reads its body as JSON:
+// the admin token is the guard, and curl's -d and Python's urllib send
+// application/x-www-form-urlencoded unless told otherwise.
 func patchType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && (mt == "application/merge-patch+json" || mt == "application/json") {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json-patch+json" {
 		return nil
 	}
 	return waitroom.Errorf(waitroom.CodeInvalidRequest,
-		"A PATCH body is a JSON merge patch: send it as Content-Type: application/merge-patch+json (or application/json), not %.60q.", ct)
+		`PATCH takes a JSON merge patch (Content-Type: application/merge-patch+json), an object of the fields to change such as {"capacity":50}, not a JSON Patch.`)
 }
 
 // decodePatch reads a merge patch, which must be a JSON object: any other
