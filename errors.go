@@ -31,8 +31,12 @@ const (
 	CodeSoldOut          Code = "sold_out"       // a join after the room's inventory sold out
 	CodeStockConflict    Code = "stock_conflict" // a stock change the counts do not allow (selling more than is reserved)
 	CodeNotInvited       Code = "not_invited"    // a claim of a session that is not invited (still waiting, or ended)
-	CodeUnavailable      Code = "unavailable"    // the store cannot be reached or has failed
-	CodeInternal         Code = "internal"
+	// CodePreconditionFailed is a conditional change (Store.UpdateRoom;
+	// from the API, an If-Match) of a room whose configuration changed
+	// since the revision it names: nothing was changed.
+	CodePreconditionFailed Code = "precondition_failed"
+	CodeUnavailable        Code = "unavailable" // the store cannot be reached or has failed
+	CodeInternal           Code = "internal"
 )
 
 // The kinds of a room's door: invites and proof-of-work challenges,
@@ -145,6 +149,13 @@ func ErrorMessage(err error) string {
 // RoomNotFound returns the error for an unknown room.
 func RoomNotFound(room string) *Error {
 	return Errorf(CodeRoomNotFound, "There is no room named %q.", room)
+}
+
+// RevisionChanged returns the CodePreconditionFailed error of a
+// conditional change of room that named revision rev when the room is at
+// revision now.
+func RevisionChanged(room string, rev, now int64) *Error {
+	return Errorf(CodePreconditionFailed, "Room %q was changed since it was read (revision %d, now %d): nothing was changed; read it again and make the change afresh.", room, rev, now)
 }
 
 // SessionNotFound returns the error for an unknown session.

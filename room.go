@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -514,6 +515,39 @@ type Room struct {
 	Sold      int64  `json:"sold,omitempty"`
 	Reserved  int64  `json:"reserved,omitempty"`
 	Remaining *int64 `json:"remaining,omitempty"`
+	// Revision names the room's configuration: it is 1 for a room made
+	// under a name never used before and grows by one with every change
+	// of the configuration (PutRoom, UpdateRoom, QueueAll, a StockSet),
+	// whether or not a value changed, and with nothing else. A room
+	// deleted and made again continues above the last revision it had,
+	// so a revision never names two configurations of one name in one
+	// store. The API's ETag of a room is its revision (ETag).
+	Revision int64 `json:"revision"`
+}
+
+// ETag is the room's HTTP entity tag: its Revision, quoted, as the API
+// sends it in the ETag header and takes it back in If-Match.
+func (r Room) ETag() string { return `"` + strconv.FormatInt(r.Revision, 10) + `"` }
+
+// ParseETag reads an entity tag ETag made, strong and quoted, and returns
+// its revision; ok is false for anything else (a weak tag, another
+// server's tag), which matches no room.
+func ParseETag(tag string) (rev int64, ok bool) {
+	v, found := strings.CutPrefix(tag, `"`)
+	if !found {
+		return 0, false
+	}
+	v, found = strings.CutSuffix(v, `"`)
+	if !found || v == "" || len(v) > 19 || v[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+	}
+	rev, err := strconv.ParseInt(v, 10, 64)
+	return rev, err == nil
 }
 
 // Equal reports whether c and d configure a room the same way (a nil and an
@@ -531,7 +565,8 @@ func (c RoomConfig) Equal(d RoomConfig) bool {
 		c.HoldPlaces == d.HoldPlaces && c.ClaimWindow == d.ClaimWindow && c.NotifyAt == d.NotifyAt
 }
 
-// Equal reports whether r and o hold the same configuration and counts.
+// Equal reports whether r and o hold the same configuration and counts. It
+// does not compare their Revision.
 func (r Room) Equal(o Room) bool {
 	return r.Name == o.Name && r.RoomConfig.Equal(o.RoomConfig) && r.Waiting == o.Waiting &&
 		r.Active == o.Active && r.LastTicket == o.LastTicket && r.Entrants == o.Entrants &&

@@ -407,3 +407,21 @@ func TestPageFields(t *testing.T) {
 		t.Errorf("ParseOrigin: got %q, %v; want the lower-case origin", o, err)
 	}
 }
+
+// TestETag: a room's ETag is its revision, quoted and strong; ParseETag
+// reads back exactly those and refuses everything else.
+func TestETag(t *testing.T) {
+	if got := (waitroom.Room{Revision: 42}).ETag(); got != `"42"` {
+		t.Errorf("ETag = %s, want \"42\"", got)
+	}
+	for tag, want := range map[string]int64{`"1"`: 1, `"9223372036854775807"`: 9223372036854775807} {
+		if rev, ok := waitroom.ParseETag(tag); !ok || rev != want {
+			t.Errorf("ParseETag(%s) = %d, %v; want %d", tag, rev, ok, want)
+		}
+	}
+	for _, tag := range []string{``, `"`, `""`, `1`, `"1`, `1"`, `W/"1"`, `"01"`, `"0"`, `"-1"`, `"+1"`, `"1 "`, `"9223372036854775808"`, `"x"`, `*`} {
+		if rev, ok := waitroom.ParseETag(tag); ok {
+			t.Errorf("ParseETag(%s) = %d, true; want refused", tag, rev)
+		}
+	}
+}

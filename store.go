@@ -70,6 +70,16 @@ type Store interface {
 	// larger capacity, or unpausing, admits waiting sessions at once.
 	PutRoom(ctx context.Context, name string, cfg RoomConfig, now time.Time) (room Room, created bool, err error)
 
+	// UpdateRoom replaces the configuration of existing room name with cfg,
+	// as PutRoom does, on a condition: when rev is positive, the room's
+	// Revision must still be rev, otherwise nothing changes and it fails
+	// with CodePreconditionFailed; rev 0 is no condition. It never creates
+	// a room: an unknown one fails with CodeRoomNotFound. A read, a change
+	// made from what was read, and UpdateRoom with the revision read is a
+	// change that can never overwrite another made in between (see
+	// Room.Revision).
+	UpdateRoom(ctx context.Context, name string, cfg RoomConfig, rev int64, now time.Time) (Room, error)
+
 	// Room returns a room's configuration and counts.
 	Room(ctx context.Context, name string) (Room, error)
 
@@ -316,6 +326,9 @@ type Event struct {
 	Draw *DrawState
 	// Uses lists the token uses a join spent, for durable stores to keep.
 	Uses []TokenUse
+	// Revision is the room's configuration revision after a config event
+	// (see Room.Revision), for durable stores to keep; 0 on other events.
+	Revision int64
 	// PausedBefore is whether the room was paused before a config event
 	// (false for a room it created), so consumers see pause and resume.
 	PausedBefore bool

@@ -66,6 +66,11 @@ type call struct {
 	admin  bool // send the admin token
 	out    any  // decoded from a 2xx answer when not nil
 	status *int // receives the 2xx status when not nil
+	// contentType replaces application/json for the body; header adds
+	// request headers (If-Match); etag receives the answer's ETag.
+	contentType string
+	header      http.Header
+	etag        *string
 }
 
 // do runs c and turns error answers into *waitroom.Error.
@@ -88,7 +93,14 @@ func (c *Client) do(ctx context.Context, k call) error {
 	}
 	req.Header.Set("Accept", "application/json")
 	if k.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct := "application/json"
+		if k.contentType != "" {
+			ct = k.contentType
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	for name, vs := range k.header {
+		req.Header[name] = vs
 	}
 	if k.admin && c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -110,6 +122,9 @@ func (c *Client) do(ctx context.Context, k call) error {
 	}
 	if k.status != nil {
 		*k.status = resp.StatusCode
+	}
+	if k.etag != nil {
+		*k.etag = resp.Header.Get("ETag")
 	}
 	if k.out != nil {
 		if err := json.Unmarshal(data, k.out); err != nil {
@@ -160,6 +175,8 @@ func codeForStatus(status int) waitroom.Code {
 		return waitroom.CodeNotFound
 	case status == http.StatusMethodNotAllowed:
 		return waitroom.CodeMethodNotAllowed
+	case status == http.StatusPreconditionFailed:
+		return waitroom.CodePreconditionFailed
 	case status == http.StatusRequestEntityTooLarge:
 		return waitroom.CodeBodyTooLarge
 	case status == http.StatusTooManyRequests:

@@ -81,7 +81,8 @@ func TestSessionLifecycle(t *testing.T) {
 		t.Errorf("Away: %v", err)
 	}
 	st, err := pub.Room(ctx, "shop")
-	if want := (client.RoomStatus{Room: "shop", Mode: waitroom.ModeAuto, Capacity: 1, Active: 1, Waiting: 1}); err != nil || st != want {
+	// The room was put twice: its configuration is at revision 2.
+	if want := (client.RoomStatus{Room: "shop", Mode: waitroom.ModeAuto, Capacity: 1, Active: 1, Waiting: 1, ETag: `"2"`}); err != nil || st != want {
 		t.Errorf("Room: got %+v, %v, want %+v", st, err, want)
 	}
 
@@ -246,9 +247,15 @@ func TestForeignAnswers(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"room":"` + strings.Repeat("x", 5<<20) + `"}`))
 	})
+	mux.HandleFunc("PATCH /v1/rooms/proxied", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "precondition failed", http.StatusPreconditionFailed)
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	c := client.New(srv.URL)
+	if _, err := c.PatchRoom(ctx, "proxied", nil); waitroom.ErrorCode(err) != waitroom.CodePreconditionFailed {
+		t.Errorf("a bare 412: got %v, want precondition_failed", err)
+	}
 
 	err := c.Healthz(ctx)
 	var e *waitroom.Error
@@ -276,5 +283,62 @@ func TestForeignAnswers(t *testing.T) {
 	cancel()
 	if err := c.Healthz(canceled); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: got %v, want context.Canceled in the chain", err)
+	}
+}
+
+// TestSafeRoomChanges: PatchRoom, Pause and Resume change only what they
+// name; IfMatch with a version the room no longer has fails with
+// precondition_failed and changes nothing, with the room's ETag (from a
+// Room answer or the public status) it goes through.
+func TestSafeRoomChanges(t *testing.T) {
+	ctx := context.Background()
+	pub, adm, _ := newServer(t)
+	cfg := waitroom.DefaultConfig()
+	cfg.Capacity = 5
+	inv := int64(100)
+	cfg.Inventory = &inv
+	cfg.TargetURL = "https://shop.example/checkout"
+	made, _, err := adm.PutRoom(ctx, "shop", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused, err := adm.Pause(ctx, "shop", "stock count")
+	want := cfg
+	want.Paused = true
+	if err != nil || !paused.RoomConfig.Equal(want) || paused.Revision != made.Revision+1 {
+		t.Fatalf("Pause = %+v (revision %d), %v; want only paused changed", paused.RoomConfig, paused.Revision, err)
+	}
+	resumed, err := adm.Resume(ctx, "shop", "", client.IfMatch(paused.ETag()))
+	if err != nil || !resumed.RoomConfig.Equal(cfg) {
+		t.Fatalf("Resume = %+v, %v; want the configuration as made", resumed.RoomConfig, err)
+	}
+	patched, err := adm.PatchRoom(ctx, "shop", map[string]any{"capacity": 7, "target_url": nil})
+	if err != nil || patched.Capacity != 7 || patched.TargetURL != "" || patched.Inventory == nil || *patched.Inventory != 100 {
+		t.Fatalf("PatchRoom = %+v, %v; want capacity 7, no target, the inventory kept", patched.RoomConfig, err)
+	}
+	// Stale versions: each change fails with precondition_failed.
+	for name, call := range map[string]func() error{
+		"PutRoom": func() error { _, _, err := adm.PutRoom(ctx, "shop", cfg, client.IfMatch(made.ETag())); return err },
+		"PatchRoom": func() error {
+			_, err := adm.PatchRoom(ctx, "shop", map[string]int{"capacity": 1}, client.IfMatch(resumed.ETag()))
+			return err
+		},
+		"Pause": func() error { _, err := adm.Pause(ctx, "shop", "", client.IfMatch(made.ETag())); return err },
+	} {
+		err := call()
+		var e *waitroom.Error
+		if !errors.As(err, &e) || e.Code != waitroom.CodePreconditionFailed {
+			t.Errorf("%s with a stale IfMatch: %v, want precondition_failed", name, err)
+		}
+	}
+	st, err := pub.Room(ctx, "shop")
+	if err != nil || st.Capacity != 7 || st.Paused || st.ETag != patched.ETag() {
+		t.Fatalf("after the refused changes: %+v, %v; want the patched room, ETag %s", st, err, patched.ETag())
+	}
+	if _, _, err := adm.PutRoom(ctx, "shop", cfg, client.IfMatch(st.ETag)); err != nil {
+		t.Errorf("PutRoom with the status' ETag: %v", err)
+	}
+	if _, err := adm.PatchRoom(ctx, "nowhere", map[string]int{"capacity": 1}); waitroom.ErrorCode(err) != waitroom.CodeRoomNotFound {
+		t.Errorf("PatchRoom of an unknown room: %v, want room_not_found", err)
 	}
 }

@@ -332,6 +332,17 @@ func TestClientAgainstOpenAPI(t *testing.T) {
 		{"Away", func() (any, error) { return nil, pub.Away(ctx, "shop", second.ID) }, "-"},
 		{"Waiting", func() (any, error) { s, _, err := adm.Waiting(ctx, "shop", waitroom.Page{Limit: 1}); return s, err }, "/sessions"},
 		{"Stock", func() (any, error) { return adm.Stock(ctx, "shop", waitroom.StockSold, 1, "") }, ""},
+		{"PatchRoom", func() (any, error) {
+			return adm.PatchRoom(ctx, "shop", map[string]any{"rate_per_minute": 600, "target_url": nil})
+		}, ""},
+		{"Pause", func() (any, error) { return adm.Pause(ctx, "shop", "a stock count") }, ""},
+		{"Resume", func() (any, error) {
+			st, err := pub.Room(ctx, "shop")
+			if err != nil {
+				return nil, err
+			}
+			return adm.Resume(ctx, "shop", "", IfMatch(st.ETag))
+		}, ""},
 		{"Claim", func() (any, error) { return pub.Claim(ctx, "held", heldPlace.ID) }, ""},
 		{"Advance", func() (any, error) { return adm.Advance(ctx, "shop", 1) }, "/sessions"},
 		{"Leave", func() (any, error) { return pub.Leave(ctx, "shop", first.ID) }, ""},

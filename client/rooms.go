@@ -25,6 +25,9 @@ type RoomStatus struct {
 	Entrants int       `json:"entrants,omitempty"`
 	// Remaining is what is left to sell in a room with an inventory.
 	Remaining *int64 `json:"remaining,omitempty"`
+	// ETag is the version of the room's configuration, from the answer's
+	// ETag header: IfMatch(ETag) makes a change only to the room as read.
+	ETag string `json:"-"`
 }
 
 // Draw reads a scheduled room's published draw: the commitment before the
@@ -52,15 +55,18 @@ func (c *Client) Stock(ctx context.Context, room string, op waitroom.StockOp, n 
 // Room reads a room's public status.
 func (c *Client) Room(ctx context.Context, room string) (RoomStatus, error) {
 	var s RoomStatus
-	err := c.do(ctx, call{method: http.MethodGet, path: roomPath(room), out: &s})
+	err := c.do(ctx, call{method: http.MethodGet, path: roomPath(room), out: &s, etag: &s.ETag})
 	return s, err
 }
 
-// PutRoom creates room with cfg or replaces its configuration (admin).
-// created says which.
-func (c *Client) PutRoom(ctx context.Context, room string, cfg waitroom.RoomConfig) (r waitroom.Room, created bool, err error) {
+// PutRoom creates room with cfg or replaces its whole configuration
+// (admin): a field cfg leaves at its zero value is set so, not kept (see
+// PatchRoom, Pause and Resume to change some fields and keep the rest).
+// created says which. With IfMatch it only replaces a room at that version
+// (never creates one), else fails with precondition_failed.
+func (c *Client) PutRoom(ctx context.Context, room string, cfg waitroom.RoomConfig, opts ...ChangeOption) (r waitroom.Room, created bool, err error) {
 	var status int
-	err = c.do(ctx, call{method: http.MethodPut, path: roomPath(room), body: cfg, admin: true, out: &r, status: &status})
+	err = c.do(ctx, changeCall(call{method: http.MethodPut, path: roomPath(room), body: cfg, admin: true, out: &r, status: &status}, opts))
 	return r, status == http.StatusCreated, err
 }
 

@@ -101,7 +101,7 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 	// The configuration is JSON, which escapes every tab, so the head
 	// splits on them all.
 	h := strings.Split(head, "\t")
-	if (len(h) != 9 && len(h) != 13 && len(h) != 14) || h[0] != "1" {
+	if (len(h) != 9 && len(h) != 13 && len(h) != 14 && len(h) != 15) || h[0] != "1" {
 		return e, "", false
 	}
 	at, err1 := strconv.ParseInt(h[4], 10, 64)
@@ -130,7 +130,14 @@ func decodeEventFrom(msg string) (e waitroom.Event, pid string, ok bool) {
 		}
 		e.Admissions, e.Inversions, e.MaxAdmitted, e.Sold = c[0], c[1], c[2], c[3]
 	}
-	if len(h) == 14 {
+	if len(h) == 15 {
+		rev, err := strconv.ParseInt(h[14], 10, 64)
+		if err != nil {
+			return e, "", false
+		}
+		e.Revision = rev
+	}
+	if len(h) >= 14 {
 		f := h[13]
 		e.PausedBefore = strings.Contains(f, "p")
 		e.SoldOut = strings.Contains(f, "s")

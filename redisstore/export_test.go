@@ -1,6 +1,12 @@
 package redisstore
 
-import "time"
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/waitroom/waitroom"
+)
 
 // WithDrawStep sets how many entrants one script run of a draw applies, so
 // tests can make a small draw take many steps.
@@ -22,3 +28,13 @@ func WithDrawLease(d time.Duration) Option {
 
 // DecodeEvent parses an event message of the wire format (events.go).
 var DecodeEvent = decodeEvent
+
+// UpdateRoomNonce is UpdateRoom with the call's nonce given, as go-redis
+// sends one script run again after a lost reply.
+func (s *Store) UpdateRoomNonce(name string, cfg waitroom.RoomConfig, rev int64, nonce string, now time.Time) (waitroom.Room, error) {
+	room, _, err := s.putRoom(context.Background(), name, cfg, now, "updateroom", strconv.FormatInt(rev, 10), nonce)
+	return room, err
+}
+
+// RoomKey is the key of room's hash.
+func (s *Store) RoomKey(room string) string { return s.keys(room)[0] }

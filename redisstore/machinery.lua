@@ -35,7 +35,7 @@ local function loadRoom()
   local v = redis.call('HMGET', K_ROOM, 'mode', 'cap', 'rate', 'idle', 'maxs', 'wt', 'grace',
     'paused', 'now', 'units', 'uat', 'base', 'cfg', 'tsig', 'nw', 'na', 'last', 'dmin',
     'sch', 'opens', 'closes', 'npre', 'ebase', 'adm', 'invs', 'madm', 'stock', 'sold', 'rsv',
-    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk', 'clt', 'hp', 'cw', 'nat', 'nsc')
+    'tn', 'tp', 'tw', 'vt', 'fin', 'tm', 'hk', 'clt', 'hp', 'cw', 'nat', 'nsc', 'rev')
   if not v[1] then return false end
   loadTiers(v[30], v[31], v[32], v[33], v[34], v[35])
   R = { mode = v[1], cap = tonumber(v[2]), rate = tonumber(v[3]), idle = tonumber(v[4]),
@@ -44,7 +44,7 @@ local function loadRoom()
     sch = v[19] or '', opens = tonumber(v[20] or '0'), closes = tonumber(v[21] or '0'),
     ebase = tonumber(v[23] or '0'), stock = tonumber(v[27] or ''), hk = v[36] == '1',
     clt = tonumber(v[37] or '0'), hp = v[38] == '1', cw = tonumber(v[39] or '0'), nat = tonumber(v[40] or '0'),
-    nsc = v[41] == '1' }
+    nsc = v[41] == '1', rev = tonumber(v[42] or '1') }
   -- Telling left pending by an earlier run (holds.lua) scans all of 1..nat.
   NEAR.all = R.nsc
   -- A room with webhooks makes its events whatever the caller asked: they
@@ -63,6 +63,15 @@ local function loadRoom()
   R.saved = { now = R.lastnow, units = units, uat = uat, nw = nW, na = nA, last = last, dmin = dmin, npre = npre,
     adm = adm, invs = invs, madm = madm, sold = sold, rsv = rsv }
   return true
+end
+
+-- bumpRev counts a change of the room's configuration: R.rev is its
+-- revision (waitroom.Room.Revision), 1 for a room made before revisions
+-- were kept. A deleted room's last goes to K_RV (ops.lua), which is never
+-- deleted, so a room made again continues above it.
+local function bumpRev()
+  R.rev = R.rev + 1
+  redis.call('HSET', K_ROOM, 'rev', i2s(R.rev))
 end
 
 -- A session: t ticket, sec secret (hex), key, st status, j joined, ad
@@ -376,14 +385,14 @@ end
 
 -- info is a room's reply form: { configuration, waiting, active, last
 -- ticket, clock, entrants, admissions, inversions, sold, reserved,
--- remaining (-1 without an inventory) } (decodeRoom).
+-- remaining (-1 without an inventory), revision } (decodeRoom).
 local cfgOut
 local function info()
   local entrants = 0
   if R.sch == 'pre' or R.sch == 'closing' then entrants = npre end
   local rem = -1
   if R.stock then rem = R.stock - sold - rsv end
-  return { cfgOut(), nW, nA, last, R.lastnow, entrants, adm, invs, sold, rsv, rem }
+  return { cfgOut(), nW, nA, last, R.lastnow, entrants, adm, invs, sold, rsv, rem, R.rev }
 end
 
 -- emit publishes the operation's event (and puts it in the outbox of a room
@@ -393,7 +402,8 @@ end
 -- events, and a draw's, and the one that sold the inventory out, always go
 -- out). The head's optional 14th field holds the change's flags: p (a config
 -- event of a room paused before it), s (this change sold the inventory
--- out) and d (it completed the draw); the fast paths never make them.
+-- out) and d (it completed the draw); the fast paths never make them. A
+-- config event's head has a 15th, the room's revision after it.
 local function emit()
   local flags = ''
   -- The first operation at or after closes_at tells it, once for each
@@ -411,7 +421,8 @@ local function emit()
   if not EV or (#changes == 0 and kind == 'sessions' and not always and not soldout and not closing) then return '' end
   local head = { '1', PID, ROOM, kind, i2s(now), i2s(nW), i2s(nA), i2s(last), cfgjson,
     i2s(adm), i2s(invs), i2s(madm), i2s(sold) }
-  if flags ~= '' then head[14] = flags end
+  if flags ~= '' or kind == 'config' then head[14] = flags end
+  if kind == 'config' then head[15] = i2s(R.rev) end
   local msg = table.concat(head, '\t')
   if #changes > 0 then msg = msg .. '\n' .. table.concat(changes, '\n') end
   return publish(msg, R.hk)

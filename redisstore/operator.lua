@@ -56,6 +56,7 @@ local function queueAll()
   -- match is the field.
   R.cfg = (string.gsub(R.cfg, '"paused":false', '"paused":true', 1))
   redis.call('HSET', K_ROOM, 'paused', '1', 'cfg', R.cfg)
+  bumpRev()
   kind = 'config'
   local ts = redis.call('ZRANGE', K_ACTIVE, 0, -1)
   local k, front = #ts, frontCounter()

@@ -19,7 +19,8 @@ if OP == 'putroom' and not exists then
     'maxs', ARGV[15], 'wt', ARGV[16], 'grace', ARGV[17], 'paused', ARGV[18], 'cfg', ARGV[19],
     'tsig', ARGV[20], 'now', i2s(ARGNOW), 'units', i2s(full), 'uat', i2s(ARGNOW), 'base', i2s(base),
     'nw', '0', 'na', '0', 'last', i2s(base), 'dmin', '0', 'closes', ARGV[22], 'npre', '0', 'ebase', i2s(ebase),
-    'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0', 'hp', ARGV[28], 'cw', ARGV[29], 'nat', ARGV[30])
+    'adm', '0', 'invs', '0', 'madm', '0', 'sold', '0', 'rsv', '0', 'hp', ARGV[28], 'cw', ARGV[29], 'nat', ARGV[30],
+    'rev', i2s(tonumber(redis.call('GET', K_RV) or '0') + 1))
   if ARGV[24] ~= '' then redis.call('HSET', K_ROOM, 'stock', ARGV[24]) end
   loadRoom()
   R.pb = false -- a room made now was not paused before (emit's flags)
@@ -173,7 +174,17 @@ end
 if OP == 'stock' then return stockOp() end
 if OP == 'queueall' then return queueAll() end
 
-if OP == 'putroom' then
+if OP == 'putroom' or OP == 'updateroom' then
+  -- updateroom (UpdateRoom): ARGV 31 the revision the room must have (0:
+  -- any), 32 the call's nonce. A run go-redis sent again after its reply
+  -- was lost finds its own nonce and answers as the first run did.
+  if OP == 'updateroom' then
+    local want = tonumber(ARGV[31])
+    if want > 0 and want ~= R.rev then
+      if redis.call('HGET', K_ROOM, 'upn') == ARGV[32] then return reply('ok', 0, info(), 0, 0, '', R.opens) end
+      return reply('precondition_failed', want, R.rev)
+    end
+  end
   local opens = tonumber(ARGV[21])
   if R.sch == 'drawn' and opens ~= 0 and opens ~= R.opens then
     return reply('draw_done', tonumber(redis.call('HGET', K_DRAW, 'at') or '0'), R.opens)
@@ -193,6 +204,8 @@ if OP == 'putroom' then
   -- A raised notify_at tells the sessions it newly covers (holds.lua).
   if tonumber(ARGV[30]) > R.nat then NEAR.all = true end
   R.nat = tonumber(ARGV[30])
+  bumpRev()
+  if OP == 'updateroom' then redis.call('HSET', K_ROOM, 'upn', ARGV[32]) end
   setTiers(ARGV[25], ARGV[26], ARGV[27])
   units, uat = burst() * 60000, now
   local old = R.stock
@@ -241,6 +254,7 @@ if OP == 'deleteroom' then
     for _, p in ipairs(ps) do endEntrant(p, 'room_deleted', false) end
   end
   local ev = reply('ok')
+  redis.call('SET', K_RV, i2s(R.rev))
   -- The webhooks and their deliveries go too (room.lua's hk goes with the
   -- room hash). The outbox is emptied, not deleted: its ids name webhook
   -- messages, and a stream that stays never gives an id twice.

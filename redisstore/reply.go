@@ -126,6 +126,8 @@ func errorFor(room string, r result) error {
 		return err
 	case "queue_empty":
 		return waitroom.Errorf(waitroom.CodeQueueEmpty, "Nobody is waiting in room %q.", room)
+	case "precondition_failed":
+		return waitroom.RevisionChanged(room, num(r.rest, 0), num(r.rest, 1))
 	case "tiers_changed":
 		return waitroom.TiersChangedError(room)
 	case "room_not_empty":
@@ -185,6 +187,7 @@ func decodeRoom(name string, x any) (waitroom.Room, int64, error) {
 		Entrants:   int(num(v, 5)),
 		Admissions: num(v, 6),
 		Inversions: num(v, 7),
+		Revision:   num(v, 11),
 	}
 	decodeRoomStock(&room, v)
 	return room, num(v, 4), nil

@@ -93,6 +93,10 @@ local K_PRE, K_ESEQ, K_E2T = PFX .. 'pre', PFX .. 'eseq', PFX .. 'e2t'
 -- inventory, scored by ticket (stock.lua).
 local K_HOLD = PFX .. 'hold'
 
+-- The last configuration revision of a deleted room (a STRING, never
+-- deleted, as seq): a room made again continues above it (bumpRev).
+local K_RV = PFX .. 'rv'
+
 -- The webhook outbox of a room with webhooks (hk = '1' in its hash).
 local K_OB = PFX .. 'ob'
 

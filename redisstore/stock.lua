@@ -199,6 +199,7 @@ local function stockOp()
   if op == 'set' then
     if n < sold + rsv then return reply('stock_conflict', 'below', sold, rsv, n) end
     setStock(n)
+    bumpRev()
     kind = 'config'
   elseif ARGV[13] == '1' then
     local t, en = tonumber(ARGV[14]), tonumber(ARGV[16])

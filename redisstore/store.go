@@ -257,64 +257,10 @@ func (s *Store) deliverReply(v []any, decorate func(v []any, e *waitroom.Event))
 	}
 }
 
-// PutRoom implements waitroom.Store.
+// PutRoom implements waitroom.Store (revisions.go has the work, shared
+// with UpdateRoom).
 func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfig, now time.Time) (waitroom.Room, bool, error) {
-	if err := s.usable(); err != nil {
-		return waitroom.Room{}, false, err
-	}
-	if err := waitroom.CheckRoomName(name); err != nil {
-		return waitroom.Room{}, false, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return waitroom.Room{}, false, err
-	}
-	cfg = cfg.Normalize()
-	args, err := configArgs(cfg)
-	if err != nil {
-		return waitroom.Room{}, false, err
-	}
-	r, err := s.runEv(ctx, "putroom", name, now.UnixMilli(), withScheduleSeed, args...)
-	if err != nil {
-		return waitroom.Room{}, false, err
-	}
-	if err := errorFor(name, r); err != nil {
-		return waitroom.Room{}, false, err
-	}
-	if len(r.rest) < 2 {
-		return waitroom.Room{}, false, malformed("putroom", r.rest)
-	}
-	created := num(r.rest, 0) == 1
-	room, _, err := decodeRoom(name, r.rest[1])
-	if err != nil {
-		return waitroom.Room{}, false, err
-	}
-	// The rooms set is in another slot, so it is updated apart from the
-	// script. Doing it on every PutRoom (not only on create) repairs a set
-	// that missed a name because a process died between the two.
-	if err := s.client.SAdd(ctx, s.roomsKey(), name).Err(); err != nil {
-		return waitroom.Room{}, false, waitroom.Unavailable(err, "redisstore: listing room "+name)
-	}
-	if created {
-		// Other processes subscribe to a new room's sharded channel when
-		// they hear of it here.
-		_ = s.client.Publish(ctx, s.controlChannel(), name).Err()
-	}
-	more, drawNow := num(r.rest, 2) == 1, num(r.rest, 3) == 1
-	if more || drawNow {
-		// The new timeouts made more sessions due than one run handles,
-		// or the configuration closed the pre-queue: hold the draw, finish
-		// expiring, admit, then report the room as it is after.
-		if drawNow {
-			if err := s.completeDraw(ctx, name); err != nil {
-				return waitroom.Room{}, false, err
-			}
-		}
-		if _, err := s.settle(ctx, name, now); err != nil {
-			return waitroom.Room{}, false, err
-		}
-		room, err = s.Room(ctx, name)
-	}
-	return room, created, err
+	return s.putRoom(ctx, name, cfg, now, "putroom")
 }
 
 // settle expires and admits at now without the lease, until done.

@@ -163,7 +163,7 @@ func TestOpenVersion4File(t *testing.T) {
 		t.Fatalf("row of the held session: %q %q (%v), want invited with its contact", status, contact, err)
 	}
 	var version int
-	if err := s.rdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != 5 {
-		t.Fatalf("schema version %d (%v), want 5", version, err)
+	if err := s.rdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != 6 {
+		t.Fatalf("schema version %d (%v), want 6", version, err)
 	}
 }

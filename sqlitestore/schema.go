@@ -1,6 +1,6 @@
 package sqlitestore
 
-// schema is the database layout, version 5 (opening an older file
+// schema is the database layout, version 6 (opening an older file
 // migrates it: see migrations). It is documented in the README
 // ("SQLite schema") so operators can query it with the sqlite3 shell; keep
 // the two in step. Times are unix milliseconds (UTC).
@@ -11,11 +11,13 @@ CREATE TABLE IF NOT EXISTS rooms (
 	updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 
--- The last ticket issued per room. Rows outlive their room, so a room created
--- again under the same name never reuses a ticket.
+-- The last ticket issued per room, and its last configuration revision
+-- (version 6: waitroom.Room.Revision). Rows outlive their room, so a room
+-- created again under the same name never reuses a ticket or a revision.
 CREATE TABLE IF NOT EXISTS tickets (
-	room TEXT PRIMARY KEY,
-	last INTEGER NOT NULL
+	room     TEXT PRIMARY KEY,
+	last     INTEGER NOT NULL,
+	revision INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 -- Live sessions: waiting, invited or active.
@@ -110,7 +112,7 @@ CREATE TABLE IF NOT EXISTS token_uses (
 	PRIMARY KEY (room, kind, id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 `
 
 // migrations bring an older file to the current version, by the version it
@@ -136,4 +138,6 @@ INSERT INTO sessions_v5 (room, ticket, id, key, status, joined_at, admitted_at, 
 	SELECT room, ticket, id, key, status, joined_at, admitted_at, unit, place, extended, tier FROM sessions;
 DROP TABLE sessions;
 ALTER TABLE sessions_v5 RENAME TO sessions`,
+	// A room of an older file is at revision 1 (see Store.load).
+	5: `ALTER TABLE tickets ADD COLUMN revision INTEGER NOT NULL DEFAULT 0`,
 }

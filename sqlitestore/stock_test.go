@@ -92,8 +92,8 @@ func TestOpenVersion1File(t *testing.T) {
 		t.Fatalf("the version 1 session = %+v, %v; want active without a unit", got, err)
 	}
 	var version int
-	if err := s.rdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != 5 {
-		t.Fatalf("schema version %d (%v), want 5", version, err)
+	if err := s.rdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != 6 {
+		t.Fatalf("schema version %d (%v), want 6", version, err)
 	}
 	x, err := s.Join(ctx, "old", "", t0)
 	if err != nil || x.Ticket != 2 {

@@ -177,19 +177,19 @@ func (s *Store) open(ctx context.Context, path string, o options) error {
 
 // load rebuilds the in-memory state from the database.
 func load(ctx context.Context, db *sql.DB, mem *engine.Store, now time.Time) error {
-	last := map[string]int64{}
-	rows, err := db.QueryContext(ctx, `SELECT room, last FROM tickets`)
+	last, revs := map[string]int64{}, map[string]int64{}
+	rows, err := db.QueryContext(ctx, `SELECT room, last, revision FROM tickets`)
 	if err != nil {
 		return fmt.Errorf("read tickets: %w", err)
 	}
 	for rows.Next() {
 		var room string
-		var t int64
-		if err := rows.Scan(&room, &t); err != nil {
+		var t, rev int64
+		if err := rows.Scan(&room, &t, &rev); err != nil {
 			rows.Close()
 			return fmt.Errorf("read tickets: %w", err)
 		}
-		last[room] = t
+		last[room], revs[room] = t, rev
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -236,6 +236,9 @@ func load(ctx context.Context, db *sql.DB, mem *engine.Store, now time.Time) err
 			return err
 		}
 		mem.RestoreNear(r.name, told)
+		// A room of a file older than revisions is at revision 1.
+		mem.RestoreRevision(r.name, max(revs[r.name], 1))
+		delete(revs, r.name)
 		if err := loadDraw(ctx, db, mem, r.name); err != nil {
 			return err
 		}
@@ -252,6 +255,9 @@ func load(ctx context.Context, db *sql.DB, mem *engine.Store, now time.Time) err
 	}
 	for room, t := range last {
 		mem.RestoreTicket(room, t)
+	}
+	for room, rev := range revs {
+		mem.RestoreRevision(room, rev)
 	}
 	return nil
 }

@@ -89,6 +89,8 @@ var statements = map[string]string{
 	"delLive":    `DELETE FROM sessions WHERE room = ?`,
 	"delHistory": `DELETE FROM history WHERE room = ?`,
 	"putTicket":  `INSERT INTO tickets (room, last) VALUES (?, ?) ON CONFLICT (room) DO UPDATE SET last = max(last, excluded.last)`,
+	"putRevision": `INSERT INTO tickets (room, last, revision) VALUES (?, 0, ?)
+		ON CONFLICT (room) DO UPDATE SET revision = max(revision, excluded.revision)`,
 	"putDraw": `INSERT INTO draws (room, seed, opens_at, drawn_at, first_ticket, digest) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (room) DO UPDATE SET seed = excluded.seed, opens_at = excluded.opens_at, drawn_at = excluded.drawn_at,
 		first_ticket = excluded.first_ticket, digest = excluded.digest`,
@@ -387,6 +389,9 @@ func (w *writer) event(ctx context.Context, ev *waitroom.Event) error {
 		}
 		if _, err := w.stmts["putRoom"].ExecContext(ctx, ev.Room, string(cfg), ev.At.UnixMilli()); err != nil {
 			return err
+		}
+		if _, err := w.stmts["putRevision"].ExecContext(ctx, ev.Room, ev.Revision); err != nil {
+			return fmt.Errorf("write the revision of room %q: %w", ev.Room, err)
 		}
 	case waitroom.EventDeleted:
 		for _, st := range []string{"delRoom", "delLive", "delHistory", "delDraw", "delEntrants", "delDrawList", "delCounts", "delUses", "delClosing"} {

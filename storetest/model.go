@@ -21,6 +21,9 @@ type model struct {
 	exists bool
 	cfg    waitroom.RoomConfig
 	latest time.Time // the latest now the room has seen
+	// rev is the configuration's revision (model_revisions.go): kept
+	// across deletes, so the next incarnation continues above it.
+	rev int64
 
 	lastTicket int64
 	letIn      []int64     // tickets admitted or served, in the order they were; negative for moved sessions
@@ -326,6 +329,7 @@ func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, r
 	if !m.exists {
 		m.exists = true
 		m.cfg = cfg
+		m.rev++
 		m.sessions, m.entrants, m.sch, m.letIn, m.sold, m.front = nil, nil, nil, nil, 0, 0
 		m.letTier, m.vt, m.fin, m.uses = nil, 0, nil, nil
 		m.fill(now)
@@ -345,6 +349,7 @@ func (m *model) putRoom(cfg waitroom.RoomConfig, now time.Time) (created bool, r
 	}
 	old := m.cfg
 	m.cfg = cfg
+	m.rev++
 	m.fill(now)
 	m.retier(old)
 	m.restock(old.Inventory)

@@ -118,6 +118,7 @@ func (m *model) changeStock(op waitroom.StockOp, n int64, id string) waitroom.Co
 			return waitroom.CodeStockConflict
 		}
 		m.cfg.Inventory = &n // n is this call's own copy
+		m.rev++
 		return ""
 	case id != "":
 		s := m.find(id)

@@ -78,6 +78,8 @@ func RunModel(t *testing.T, newStore func(t *testing.T) waitroom.Store) {
 			"tick_due":  h.tickDue,
 			"tick_due2": h.tickDue,
 			"queue_all": h.queueAll,
+			"update":    h.updateRoom,
+			"update2":   h.updateRoom,
 			"front":     h.front,
 			"extend":    h.extend,
 			"lookup":    h.lookup,
@@ -223,7 +225,7 @@ func (h *modelRun) putRoom(t *rapid.T, cfg waitroom.RoomConfig, skew bool) {
 	if created != wantCreated {
 		t.Fatalf("PutRoom created = %v, want %v", created, wantCreated)
 	}
-	if want := h.roomInfo(); !r.Equal(want) {
+	if want := h.roomInfo(); !sameRoom(r, want) {
 		t.Fatalf("PutRoom = %s, want %s", fmtRoom(r), fmtRoom(want))
 	}
 	h.checkEvents(t, waitroom.EventConfig)
@@ -448,7 +450,7 @@ func (h *modelRun) roomInfo() waitroom.Room {
 	w, a := h.m.counts()
 	adm, inv := h.m.fairness()
 	return h.m.stockInfo(waitroom.Room{Name: h.m.name, RoomConfig: h.m.cfg, Waiting: w, Active: a, LastTicket: h.m.lastTicket, Entrants: len(h.m.liveEntrants()),
-		Admissions: adm, Inversions: inv})
+		Admissions: adm, Inversions: inv, Revision: h.m.rev})
 }
 
 // compare checks a session the store returned against the model's view.
@@ -493,6 +495,9 @@ func (h *modelRun) checkEvents(t *rapid.T, kind waitroom.EventKind) {
 		if e.Kind == waitroom.EventConfig && !e.Remote && (e.Config == nil || !e.Config.Equal(h.m.cfg)) {
 			t.Fatalf("config event carries %+v, want %+v", e.Config, h.m.cfg)
 		}
+		if e.Kind == waitroom.EventConfig && e.Revision != h.m.rev {
+			t.Fatalf("config event carries revision %d, want %d", e.Revision, h.m.rev)
+		}
 		if !e.At.Equal(h.m.latest) {
 			t.Fatalf("event at %s, want the operation's time %s", rel(e.At), rel(h.m.latest))
 		}
@@ -533,14 +538,14 @@ func (h *modelRun) check(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("Room error = %v", err)
 	}
-	if want := h.roomInfo(); !r.Equal(want) {
+	if want := h.roomInfo(); !sameRoom(r, want) {
 		t.Fatalf("Room = %s, want %s", fmtRoom(r), fmtRoom(want))
 	}
 	rooms, err := h.s.Rooms(h.ctx)
 	if err != nil {
 		t.Fatalf("Rooms error = %v", err)
 	}
-	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || !rooms[i].Equal(r) {
+	if i := slices.IndexFunc(rooms, func(x waitroom.Room) bool { return x.Name == m.name }); i < 0 || !sameRoom(rooms[i], r) {
 		t.Fatalf("Rooms lacks the room or differs from Room: %+v", rooms)
 	}
 	h.checkDraw(t)

@@ -31,6 +31,9 @@ func (h *modelRun) queueAll(t *rapid.T) {
 	if !room.Paused {
 		t.Fatalf("QueueAll answered a room that is not paused")
 	}
+	if room.Revision != h.m.rev {
+		t.Fatalf("QueueAll answered revision %d, want %d", room.Revision, h.m.rev)
+	}
 	h.checkEvents(t, waitroom.EventConfig)
 }
 
@@ -99,6 +102,7 @@ func (m *model) queueAll(now time.Time) []*mSession {
 	now = m.clock(now)
 	m.settle(now)
 	m.cfg.Paused = true
+	m.rev++
 	moved := m.holders() // by ticket: active and invited
 	k := int64(len(moved))
 	for i, s := range moved {

@@ -99,7 +99,7 @@ func (h *modelRun) stock(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("Stock %s n=%d for %s: error = %v", op, n, who, err)
 	}
-	if want := h.roomInfo(); !r.Equal(want) {
+	if want := h.roomInfo(); !sameRoom(r, want) {
 		t.Fatalf("Stock = %s, want %s", fmtRoom(r), fmtRoom(want))
 	}
 	kind := waitroom.EventSessions

@@ -60,6 +60,7 @@ var statuses = map[waitroom.Code]int{
 	waitroom.CodeInviteExpired:      http.StatusForbidden,
 	waitroom.CodeInviteWrongRoom:    http.StatusForbidden,
 	waitroom.CodeInviteUsed:         http.StatusConflict,
+	waitroom.CodePreconditionFailed: http.StatusPreconditionFailed,
 	waitroom.CodeChallengeRequired:  http.StatusPreconditionRequired,
 	waitroom.CodeChallengeInvalid:   http.StatusBadRequest,
 	waitroom.CodeChallengeExpired:   http.StatusPreconditionRequired,

@@ -374,8 +374,8 @@ func TestConsoleAccessible(t *testing.T) {
 	tb.waitFor("the room to be paused", `!document.querySelector("#resume").hidden && document.querySelector("#pause").hidden`)
 	// The pause button is gone: the focus is on the one that replaced it.
 	tb.focusOn("the room paused", "#resume")
-	if c := api.callsSoFar(); len(c) != 1 || c[0].method != "PUT" || c[0].body["paused"] != true {
-		t.Errorf("4: the keyboard pause sent %v, want one PUT with paused", c)
+	if c := api.callsSoFar(); len(c) != 1 || c[0].method != "POST" || c[0].path != "/v1/rooms/demo/pause" {
+		t.Errorf("4: the keyboard pause sent %v, want one POST …/pause", c)
 	}
 
 	// Find by keyboard; the results and the controls on them.

@@ -41,7 +41,7 @@ func newFakeAPI(c *console.Console) *fakeAPI {
 		Name: "demo",
 		RoomConfig: waitroom.RoomConfig{Mode: waitroom.ModeAuto, Capacity: 3, ActiveTimeout: waitroom.Duration(5 * time.Minute),
 			WaitingTimeout: waitroom.Duration(time.Minute), Grace: waitroom.Duration(30 * time.Second), Inventory: &inv},
-		Waiting: 7, Active: 2, LastTicket: 9, Admissions: 2, Sold: 38, Reserved: 2, Remaining: &rem,
+		Waiting: 7, Active: 2, LastTicket: 9, Admissions: 2, Sold: 38, Reserved: 2, Remaining: &rem, Revision: 1,
 	}}
 }
 
@@ -85,11 +85,58 @@ func (f *fakeAPI) routes(mux *http.ServeMux) {
 		f.record(r, b)
 		f.mu.Lock()
 		f.room.RoomConfig = cfg
+		f.room.Revision++
 		room := f.room
 		f.mu.Unlock()
 		f.addAudit(map[string]any{"room": "demo", "actor": "console", "action": "config"})
 		return room
 	})
+	// PATCH: a merge patch, on the condition If-Match names, as the real
+	// API takes it (roomchange.go).
+	h("PATCH /v1/rooms/demo", func(w http.ResponseWriter, r *http.Request) any {
+		b, _ := io.ReadAll(r.Body)
+		f.record(r, b)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if m := r.Header.Get("If-Match"); m != "" && m != f.room.ETag() {
+			writeAPI(w, 412, map[string]any{"error": map[string]any{"code": "precondition_failed", "message": "changed"}})
+			return nil
+		}
+		var patch map[string]json.RawMessage
+		_ = json.Unmarshal(b, &patch)
+		cur, _ := json.Marshal(f.room.RoomConfig)
+		var doc map[string]json.RawMessage
+		_ = json.Unmarshal(cur, &doc)
+		for k, v := range patch {
+			if string(v) == "null" {
+				delete(doc, k)
+			} else {
+				doc[k] = v
+			}
+		}
+		merged, _ := json.Marshal(doc)
+		var cfg waitroom.RoomConfig
+		if err := waitroom.DecodeJSON(merged, &cfg); err != nil {
+			writeAPI(w, 400, map[string]any{"error": map[string]any{"code": "invalid_json", "message": waitroom.ErrorMessage(err)}})
+			return nil
+		}
+		f.room.RoomConfig = cfg
+		f.room.Revision++
+		return f.room
+	})
+	for _, verb := range []string{"pause", "resume"} {
+		h("POST /v1/rooms/demo/"+verb, func(w http.ResponseWriter, r *http.Request) any {
+			b, _ := io.ReadAll(r.Body)
+			f.record(r, b)
+			f.mu.Lock()
+			f.room.Paused = verb == "pause"
+			f.room.Revision++
+			room := f.room
+			f.mu.Unlock()
+			f.addAudit(map[string]any{"room": "demo", "actor": "console", "action": verb})
+			return room
+		})
+	}
 	h("POST /v1/rooms/demo/queue-all", func(w http.ResponseWriter, r *http.Request) any {
 		f.record(r, nil)
 		f.mu.Lock()

@@ -22,6 +22,7 @@ func (s *Store) QueueAll(ctx context.Context, name string, now time.Time) (waitr
 	s.begin(r, waitroom.EventConfig, t)
 	r.settle(t)
 	r.cfg.Paused = true
+	r.rev++
 	tickets := make([]int64, 0, len(r.active))
 	for tk := range r.active {
 		tickets = append(tickets, tk)
@@ -71,10 +72,7 @@ func (s *Store) QueueAll(ctx context.Context, name string, now time.Time) (waitr
 			r.totals(&out[i])
 		}
 	}
-	if r.ev != nil {
-		c := r.cfg
-		r.ev.Config = &c
-	}
+	r.configured()
 	info := r.info()
 	after := s.commit(r)
 	r.mu.Unlock()

@@ -47,6 +47,9 @@ type room struct {
 	name string
 	cfg  waitroom.RoomConfig
 	gone bool // deleted; every operation answers room_not_found
+	// rev is the configuration's revision (waitroom.Room.Revision):
+	// revisions.go.
+	rev int64
 
 	lastTicket int64
 	lastNow    int64
@@ -129,6 +132,7 @@ func newRoom(name string, cfg waitroom.RoomConfig, lastTicket int64, keepHistory
 		keys:       make(map[string]int64),
 		keyOf:      make(map[int64]string),
 		contacts:   make(map[int64]string),
+		rev:        1,
 	}
 	if keepHistory > 0 {
 		r.hist = newHistory(keepHistory)

@@ -13,6 +13,12 @@ import (
 
 // PutRoom implements waitroom.Store.
 func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfig, now time.Time) (waitroom.Room, bool, error) {
+	return s.putRoom(name, cfg, true, 0, now)
+}
+
+// putRoom is PutRoom, and with create false UpdateRoom (revisions.go):
+// then an unknown room is not made, and a positive rev must be the room's.
+func (s *Store) putRoom(name string, cfg waitroom.RoomConfig, create bool, rev int64, now time.Time) (waitroom.Room, bool, error) {
 	if err := s.usable(); err != nil {
 		return waitroom.Room{}, false, err
 	}
@@ -23,15 +29,10 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 		return waitroom.Room{}, false, err
 	}
 	cfg = cfg.Normalize()
-	s.mu.Lock()
-	r := s.rooms[name]
-	created := r == nil
-	if created {
-		r = newRoom(name, cfg, s.tickets[name], s.keepHistory)
-		s.rooms[name] = r
+	r, created, err := s.lockForPut(name, cfg, create)
+	if err != nil {
+		return waitroom.Room{}, false, err
 	}
-	r.mu.Lock()
-	s.mu.Unlock()
 	t := r.clock(now)
 	if created {
 		r.fillBucket()
@@ -41,7 +42,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 		r.ev.PausedBefore = false
 	}
 	r.settle(t)
-	if err := firstErr(r.checkSchedule(cfg), r.checkStock(cfg), r.refusesTiers(cfg)); err != nil {
+	if err := firstErr(r.checkRevision(rev), r.checkSchedule(cfg), r.checkStock(cfg), r.refusesTiers(cfg)); err != nil {
 		if r.ev != nil {
 			// Refused: nothing was configured, so no config event (one
 			// without a Config would make durable stores lose theirs).
@@ -55,13 +56,11 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 		old := r.cfg.Inventory
 		r.reconfigure(cfg)
 		r.restock(old)
+		r.rev++
 	}
 	r.applySchedule(cfg, t)
 	r.settle(t)
-	if r.ev != nil {
-		c := r.cfg
-		r.ev.Config = &c
-	}
+	r.configured()
 	info := r.info()
 	after := s.commit(r)
 	r.mu.Unlock()
@@ -69,6 +68,37 @@ func (s *Store) PutRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 		return waitroom.Room{}, false, err
 	}
 	return info, created, nil
+}
+
+// lockForPut returns room name locked, made with cfg if it does not exist
+// and create is set (created says so), or CodeRoomNotFound. The store's
+// lock is never held while waiting for a room's: DeleteRoom takes them the
+// other way round.
+func (s *Store) lockForPut(name string, cfg waitroom.RoomConfig, create bool) (r *room, created bool, err error) {
+	for {
+		s.mu.Lock()
+		r = s.rooms[name]
+		if r == nil {
+			if !create {
+				s.mu.Unlock()
+				return nil, false, waitroom.RoomNotFound(name)
+			}
+			r = newRoom(name, cfg, s.tickets[name], s.keepHistory)
+			r.rev = s.revs[name] + 1
+			s.rooms[name] = r
+			r.mu.Lock() // nobody else can hold it yet
+			s.mu.Unlock()
+			return r, true, nil
+		}
+		s.mu.Unlock()
+		r.mu.Lock()
+		if !r.gone {
+			return r, false, nil
+		}
+		// Deleted meanwhile: it leaves the map before DeleteRoom
+		// returns, so look again.
+		r.mu.Unlock()
+	}
 }
 
 // Room implements waitroom.Store.
@@ -167,6 +197,7 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	s.mu.Lock()
 	delete(s.rooms, name)
 	s.tickets[name] = r.lastTicket
+	s.revs[name] = r.rev
 	s.mu.Unlock()
 	r.mu.Unlock()
 	return after()
@@ -203,7 +234,7 @@ func (r *room) reconfigure(cfg waitroom.RoomConfig) {
 
 func (r *room) info() waitroom.Room {
 	info := waitroom.Room{Name: r.name, RoomConfig: r.cfg, Waiting: r.nWaiting, Active: len(r.active), LastTicket: r.lastTicket,
-		Admissions: r.admissions, Inversions: r.inversions}
+		Admissions: r.admissions, Inversions: r.inversions, Revision: r.rev}
 	if r.preQueue() {
 		info.Entrants = r.sch.nPre
 	}

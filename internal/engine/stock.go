@@ -133,12 +133,12 @@ func (s *Store) Stock(ctx context.Context, name string, op waitroom.StockOp, n i
 	err = r.stock(op, n, id)
 	if err == nil {
 		r.settle(t)
+		if op == waitroom.StockSet {
+			r.rev++
+			r.configured()
+		}
 	} else if r.ev != nil {
 		r.ev.Kind = waitroom.EventSessions // refused: no configuration changed
-	}
-	if r.ev != nil && r.ev.Kind == waitroom.EventConfig {
-		c := r.cfg
-		r.ev.Config = &c
 	}
 	info := r.info()
 	after := s.commit(r)

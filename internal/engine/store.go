@@ -56,6 +56,7 @@ type Store struct {
 	mu      sync.RWMutex
 	rooms   map[string]*room
 	tickets map[string]int64 // last tickets of deleted rooms, so none is reused
+	revs    map[string]int64 // last revisions of deleted rooms, so none is reused (revisions.go)
 
 	keepHistory int
 	journal     Journal
@@ -86,6 +87,7 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		rooms:       make(map[string]*room),
 		tickets:     make(map[string]int64),
+		revs:        make(map[string]int64),
 		keepHistory: 100_000,
 		subs:        make(map[int]func(waitroom.Event)),
 	}

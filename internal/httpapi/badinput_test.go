@@ -189,7 +189,7 @@ func badInputs() []badInput {
 		{name: "put room: invalid room name", method: "PUT", path: "/v1/rooms/-scratch", header: admin, body: `{}`, status: 400, code: waitroom.CodeInvalidRoomName},
 		{name: "put room: invalid room name without a token is 401 first", method: "PUT", path: "/v1/rooms/-scratch", body: `{}`, status: 401, code: waitroom.CodeUnauthorized},
 		{name: "put room: text/plain JSON is accepted (the token is the guard)", method: "PUT", path: "/v1/rooms/scratch", header: with(admin, textPlain), body: `{"capacity":2}`, status: 201, ctStart: "application/json"},
-		{name: "put room: wrong method", method: "PATCH", path: "/v1/rooms/scratch", header: admin, body: `{}`, status: 405, code: waitroom.CodeMethodNotAllowed, allow: "PUT"},
+		{name: "put room: wrong method", method: "POST", path: "/v1/rooms/scratch", header: admin, body: `{}`, status: 405, code: waitroom.CodeMethodNotAllowed, allow: "PATCH"},
 
 		// GET /v1/rooms
 		{name: "rooms: no token", method: "GET", path: "/v1/rooms", status: 401, code: waitroom.CodeUnauthorized},

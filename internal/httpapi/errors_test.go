@@ -90,7 +90,7 @@ func TestErrors(t *testing.T) {
 		{"unknown API version", noAuth, "GET", "/v2/rooms/r", "", 404, waitroom.CodeNotFound},
 		{"root", noAuth, "GET", "/", "", 404, waitroom.CodeNotFound},
 		// 405.
-		{"PATCH a room", withAdmin, "PATCH", "/v1/rooms/r", "{}", 405, waitroom.CodeMethodNotAllowed},
+		{"POST a room", withAdmin, "POST", "/v1/rooms/r", "{}", 405, waitroom.CodeMethodNotAllowed},
 		{"GET advance", withAdmin, "GET", "/v1/rooms/r/advance", "", 405, waitroom.CodeMethodNotAllowed},
 		{"GET away", noAuth, "GET", sid + "/away", "", 405, waitroom.CodeMethodNotAllowed},
 		{"PUT a session", noAuth, "PUT", sid, "", 405, waitroom.CodeMethodNotAllowed},

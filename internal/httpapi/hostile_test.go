@@ -228,6 +228,9 @@ func TestEveryRouteRefusesBodiesOverTheLimit(t *testing.T) {
 		{"GET", "/v1/rooms/r/webhooks", true},
 		{"GET", "/v1/rooms/r/webhooks/w", true},
 		{"DELETE", "/v1/rooms/r/webhooks/w", true},
+		{"PATCH", "/v1/rooms/r", true},
+		{"POST", "/v1/rooms/r/pause", true},
+		{"POST", "/v1/rooms/r/resume", true},
 		{"GET", "/v1/rooms/r/dead-letters", true},
 		{"POST", "/v1/rooms/r/dead-letters/replay", true},
 		{"GET", "/healthz", false},
@@ -235,7 +238,7 @@ func TestEveryRouteRefusesBodiesOverTheLimit(t *testing.T) {
 		{"GET", "/metrics", false},
 		// No such route, or not that method: still no body over the limit.
 		{"POST", "/v1/nope", false},
-		{"PATCH", "/v1/rooms/r", true},
+		{"POST", "/v1/rooms/r", true},
 	}
 	for _, rt := range routes {
 		for _, chunked := range []bool{false, true} {

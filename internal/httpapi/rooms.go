@@ -16,6 +16,8 @@ func (s *server) roomStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The configuration's version, for If-Match on PUT and PATCH.
+	w.Header().Set("ETag", room.ETag())
 	return writeJSON(w, http.StatusOK, roomStatus{
 		Room:      room.Name,
 		Mode:      room.Mode,
@@ -53,7 +55,9 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) error {
 }
 
 // putRoom: PUT /v1/rooms/{room}, admin. Absent fields take their defaults:
-// the body is the whole configuration, not a patch.
+// the body is the whole configuration, not a patch (PATCH is that:
+// roomchange.go). With If-Match it replaces only a room at a version the
+// header names.
 func (s *server) putRoom(w http.ResponseWriter, r *http.Request) error {
 	name, err := roomName(r)
 	if err != nil {
@@ -67,6 +71,9 @@ func (s *server) putRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if cond := ifMatch(r); cond.set {
+		return s.putRoomIf(w, r, name, cfg, cond)
+	}
 	before, beforeErr := s.store.Room(r.Context(), name)
 	room, created, err := s.store.PutRoom(r.Context(), name, cfg, s.now())
 	if err != nil {
@@ -77,7 +84,7 @@ func (s *server) putRoom(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return writeJSON(w, status, room)
+	return writeRoom(w, status, room)
 }
 
 // listRooms: GET /v1/rooms, admin.

@@ -23,6 +23,9 @@ func (s *server) routes() {
 
 	// Admin: Authorization: Bearer <admin token>.
 	m.Handle("PUT /v1/rooms/{room}", s.adminOnly(s.putRoom))
+	m.Handle("PATCH /v1/rooms/{room}", s.adminOnly(s.patchRoom))
+	m.Handle("POST /v1/rooms/{room}/pause", s.adminOnly(s.pauseRoom))
+	m.Handle("POST /v1/rooms/{room}/resume", s.adminOnly(s.resumeRoom))
 	m.Handle("GET /v1/rooms", s.adminOnly(s.listRooms))
 	m.Handle("DELETE /v1/rooms/{room}", s.adminOnly(s.deleteRoom))
 	m.Handle("POST /v1/rooms/{room}/advance", s.adminOnly(s.advance))

@@ -1,8 +1,11 @@
 // waitroom operator console: the configuration form of the room view. It
 // shows the room's whole configuration, checks what the API's messages would
 // not make plain (a duration it cannot read, what held places need), and
-// saves it with PUT /v1/rooms/{room} once the changes are confirmed; a field
-// the page or the API finds wrong is marked and gets the focus. Loaded before
+// saves the fields that changed, once confirmed, with PATCH /v1/rooms/{room}
+// (a merge patch) on the condition that the room is still as shown
+// (If-Match, room.js's patchConfig); a field the page or the API finds wrong
+// is marked and gets the focus. When someone else changed the room
+// meanwhile, nothing is saved and the form shows the room as it now is. Loaded before
 // app.js, which starts it with the helpers of core.js; it reads the open room
 // view from room.js.
 //
@@ -17,7 +20,7 @@
 
 window.waitroomConfig = (c) => {
   const { $, el, showError, notice, confirmAction, act } = c;
-  const { view, configOf, putConfig } = c.room;
+  const { view, configOf, patchConfig } = c.room;
   const CFG_TEXT = ["active_timeout", "max_session", "waiting_timeout", "grace", "target_url"];
   const CFG_INT = ["capacity", "rate_per_minute"];
   // The durations, by the names the page gives them.
@@ -25,10 +28,14 @@ window.waitroomConfig = (c) => {
     waiting_timeout: "Waiting timeout", grace: "Grace", claim_window: "Claim window" };
   const MAX_NOTIFY_AT = 1000; // as the API allows
 
+  // openConfig fills the form with the room as shown now, which stays the
+  // form's base: what the changes are computed from and the version they
+  // are saved on, however the room changes (live) while the form is open.
   function openConfig() {
     const rv = view();
     const r = rv && rv.room;
     if (!r) return;
+    rv.formBase = r;
     $("cfg-mode").value = r.mode || "auto";
     for (const k of CFG_INT) $("cfg-" + k).value = r[k] != null ? String(r[k]) : "";
     for (const k of CFG_TEXT) $("cfg-" + k).value = r[k] || "";
@@ -188,9 +195,8 @@ window.waitroomConfig = (c) => {
     if (ev.target && ev.target.removeAttribute) ev.target.removeAttribute("aria-invalid");
   });
 
-  function formConfig() {
-    const rv = view();
-    const c = configOf(rv.room);
+  function formConfig(base) {
+    const c = configOf(base);
     c.mode = $("cfg-mode").value;
     for (const k of CFG_INT) c[k] = intOrText($("cfg-" + k).value);
     for (const k of CFG_TEXT) c[k] = $("cfg-" + k).value.trim();
@@ -205,9 +211,19 @@ window.waitroomConfig = (c) => {
     if (origins.length) c.return_origins = origins;
     else delete c.return_origins;
     c.paused = $("cfg-paused").checked;
-    formDoor(c, configOf(rv.room));
+    formDoor(c, configOf(base));
     formHolds(c);
     return c;
+  }
+
+  // mergePatch is the JSON merge patch from before to after: the fields
+  // that changed with their new values, null for those removed.
+  function mergePatch(before, after) {
+    const patch = {};
+    for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+      if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) patch[k] = after[k] === undefined ? null : after[k];
+    }
+    return patch;
   }
 
   function changes(before, after) {
@@ -238,21 +254,24 @@ window.waitroomConfig = (c) => {
         markInvalid(bad[0]);
         return;
       }
-      const before = configOf(rv.room);
-      const after = formConfig();
+      const base = rv.formBase || rv.room;
+      const before = configOf(base);
+      const after = formConfig(base);
       const diff = changes(before, after);
       if (diff.length === 0) {
         notice("Nothing changed.");
         return;
       }
       const ok = await confirmAction("Change the configuration of room " + rv.name + "?",
-        "The whole configuration is replaced; these fields change:", "Save", diff);
+        "These fields change; every other field stays as it is:", "Save", diff);
       if (!ok) return;
-      // Named as the view is now, as putConfig saves to it.
+      // Named as the view is now, as patchConfig saves to it.
       try {
-        await putConfig(after, "Room " + view().name + " is reconfigured.");
+        await patchConfig(mergePatch(before, after), "Room " + view().name + " is reconfigured.", base);
       } catch (e) {
         if (e.status === 400) markNamed(e.message);
+        // Changed meanwhile: the form shows the room as it now is.
+        if (e.stale && view() && view().room) openConfig();
         throw e;
       }
       closeConfig();

@@ -33,13 +33,16 @@ window.waitroomCore = ({ leave, route }) => {
     }
   }
 
-  async function api(method, path, body) {
+  // api calls the API; headers, when given, are added to the request's
+  // (If-Match, or a Content-Type other than application/json).
+  async function api(method, path, body, headers) {
     const opts = { method, credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } };
     if (method !== "GET" && method !== "HEAD") opts.headers["X-CSRF-Token"] = csrf;
     if (body !== undefined) {
       opts.headers["Content-Type"] = "application/json";
       opts.body = JSON.stringify(body);
     }
+    Object.assign(opts.headers, headers || {});
     let res;
     try {
       res = await fetch(path, opts);

@@ -8,21 +8,26 @@
 // app.js starts after it: c.charts (charts.js), c.audit (audit.js), and
 // the panels c.invites, c.webhooks and c.sessions.
 //
+// Pause and resume use POST …/pause and …/resume, which touch nothing else
+// of the configuration. A change of the configuration is a PATCH of the
+// fields that changed, with If-Match the version (the room's revision) the
+// page showed, so a change someone else made meanwhile is never overwritten:
+// the API answers 412, the page says so and shows the room as it now is.
+//
 // Stable element ids for browser tests:
 //   #room-name #room-state #live-status #back
 //   #room-details #stock #room-stock #schedule #room-schedule #door #room-door #holds #room-holds
-//   #pause #resume #queue-all #edit #advance-n #advance
+//   #pause #resume #queue-all #edit #advance-n #advance #delete-room
 "use strict";
 
 window.waitroomRoom = (c) => {
   const { SESSION, $, nf1, api, roomPath, setText, fill, fmt, fmtTime, showError, notice, confirmAction, act,
     focusLost, showView, focusHeading, signedOut } = c;
   const { badge } = c.rooms;
-  // Fields of the Room JSON that are counts, not configuration: a PUT
-  // sends everything else back as it was, so a pause never drops a field
-  // this page does not know about.
+  // Fields of the Room JSON that are counts (or its version), not
+  // configuration: the configuration form compares the rest.
   const COUNT_FIELDS = ["room", "waiting", "active", "last_ticket", "entrants", "admissions",
-    "inversions", "sold", "reserved", "remaining", "state", "drawn"];
+    "inversions", "sold", "reserved", "remaining", "state", "drawn", "revision"];
   const POLICY_LABEL = { strict: "strict: highest tier first", weighted: "weighted by share" };
 
   let rv = null; // the open room view's state
@@ -291,12 +296,32 @@ window.waitroomRoom = (c) => {
     if (changed) loadState();
   }
 
-  async function putConfig(cfg, done) {
-    setRoom(await api("PUT", roomPath(rv.name), cfg));
+  // etagOf is the version of a room's configuration as If-Match names it.
+  const etagOf = (room) => '"' + room.revision + '"';
+
+  // patchConfig changes the fields of patch (a JSON merge patch: null takes
+  // a field back to its default) in room base, the room as the operator saw
+  // it, and nowhere else: a room changed since (by anyone, here or
+  // elsewhere) is answered 412, and the page then shows the room as it is,
+  // and says so, for the operator to decide again.
+  async function patchConfig(patch, done, base) {
+    const mine = rv;
+    const headers = { "Content-Type": "application/merge-patch+json" };
+    if (base && base.revision) headers["If-Match"] = etagOf(base);
+    try {
+      setRoom(await api("PATCH", roomPath(mine.name), patch, headers));
+    } catch (e) {
+      if (e.status !== 412) throw e;
+      await loadRoom();
+      e.message = "Room " + mine.name + " was changed by someone else since this page showed it, so nothing was saved. " +
+        "It now shows the room as it is: check it and make your change again.";
+      e.stale = true;
+      throw e;
+    }
     notice(done);
   }
 
-  // Pause and resume: the whole configuration again, with paused toggled.
+  // Pause and resume: POST …/pause or …/resume, which change nothing else.
   for (const [id, paused, text, done] of [
     ["pause", true, "Nobody is admitted automatically until you resume. Everyone keeps their place.", " is paused."],
     ["resume", false, "Automatic admissions start again at once, up to the capacity.", " is admitting again."],
@@ -305,12 +330,37 @@ window.waitroomRoom = (c) => {
     $(id).addEventListener("click", () => act($(id), async () => {
       if (!rv || !rv.room) return;
       if (!(await confirmAction(label + " room " + rv.name + "?", text, label))) return;
-      await putConfig(Object.assign(configOf(rv.room), { paused }), "Room " + rv.name + done);
+      setRoom(await api("POST", roomPath(rv.name, paused ? "/pause" : "/resume")));
+      notice("Room " + rv.name + done);
       // This button is hidden now: the focus goes to the one shown instead.
       const other = $(paused ? "resume" : "pause");
       if (focusLost() && !other.hidden) other.focus();
     }));
   }
+
+  // Delete: the room, its history and its webhooks go. With people in it
+  // the dialog says how many and that their sessions end, and the delete
+  // is forced; an empty room is deleted only while it stays empty.
+  $("delete-room").addEventListener("click", () => act($("delete-room"), async () => {
+    if (!rv || !rv.room) return;
+    const mine = rv;
+    const r = mine.room;
+    const live = (r.waiting || 0) + (r.active || 0) + (r.entrants || 0);
+    const people = live === 1 ? "1 person is" : fmt(live) + " people are";
+    const text = live > 0
+      ? people + " in this room right now (" + fmt(r.waiting || 0) + " waiting, " + fmt(r.active || 0) + " active" +
+        (r.entrants ? ", " + fmt(r.entrants) + " in the pre-queue" : "") + "): deleting it ends all their sessions " +
+        "(room_deleted) at once. Its history, audit log and webhooks are deleted too. This cannot be undone."
+      : "Nobody is in it. Its history, audit log and webhooks are deleted too. This cannot be undone.";
+    const label = live > 0 ? "Delete and end " + (live === 1 ? "1 session" : fmt(live) + " sessions") : "Delete room";
+    if (!(await confirmAction("Delete room " + mine.name + "?", text, label))) return;
+    await api("DELETE", roomPath(mine.name, live > 0 ? "?force=true" : ""));
+    // Gone: leave the view (its stream would report the deletion as news)
+    // for the list, and say it there.
+    leave();
+    window.addEventListener("hashchange", () => notice("Room " + mine.name + " is deleted."), { once: true });
+    location.hash = "#/rooms";
+  }));
 
   $("queue-all").addEventListener("click", () => act($("queue-all"), async () => {
     if (!rv) return;
@@ -350,5 +400,5 @@ window.waitroomRoom = (c) => {
     });
   });
 
-  return { open: openRoom, leave, view: () => rv, current, tiersOf, configOf, putConfig };
+  return { open: openRoom, leave, view: () => rv, current, tiersOf, configOf, patchConfig };
 };

@@ -1,15 +1,19 @@
 // waitroom operator console: the list of rooms, read from GET /v1/stats
 // every 2 seconds while it is shown (and at once when the page is shown
-// again), each room a link to its view; and the state badge, which the
-// room view shows too. Loaded before app.js, which starts it with the
-// helpers of core.js.
+// again), each room a link to its view; the form that creates a room (PUT
+// /v1/rooms/{room}, confirmed, for a name no room has); and the state
+// badge, which the room view shows too. Loaded before app.js, which starts
+// it with the helpers of core.js.
 //
 // Stable element ids for browser tests:
 //   #rooms (table) #rooms-body tr[data-room=NAME] (a link per room) #rooms-status
+//   #create-form #create-name #create-capacity #create-paused #create
 "use strict";
 
 window.waitroomRooms = (c) => {
-  const { $, el, api, nf, fmt, fmtRate, setText, showView, focusHeading } = c;
+  const { $, el, api, nf, fmt, fmtRate, setText, showView, focusHeading, act, confirmAction, notice, showError,
+    roomPath } = c;
+  const ROOM_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/;
   const STATE_LABEL = {
     open: "Open", paused: "Paused", scheduled: "Scheduled", drawing: "Drawing",
     closed: "Closed", sold_out: "Sold out",
@@ -78,9 +82,45 @@ window.waitroomRooms = (c) => {
       }
     }
     setText($("rooms-status"), seen.size === 0
-      ? "No rooms yet: create one with PUT /v1/rooms/{room}."
+      ? "No rooms yet: create one below."
       : seen.size === 1 ? "1 room." : nf.format(seen.size) + " rooms.");
   }
+
+  // Create: a room under a name no room has yet (PUT would replace one
+  // that exists), with a capacity and, if asked, paused; the rest of its
+  // configuration takes the defaults. The API audits it.
+  $("create-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act($("create"), async () => {
+      const name = $("create-name").value.trim();
+      if (!ROOM_RE.test(name)) {
+        showError({ message: "A room name is 1 to 64 of a–z, 0–9, “.”, “_” and “-”, starting with a letter or digit." });
+        $("create-name").focus();
+        return;
+      }
+      const capacity = Number($("create-capacity").value);
+      if (!Number.isInteger(capacity) || capacity < 0) {
+        showError({ message: "Enter the capacity as a whole number: how many people are admitted at once." });
+        $("create-capacity").focus();
+        return;
+      }
+      const paused = $("create-paused").checked;
+      const a = await api("GET", "/v1/rooms");
+      if (((a && a.rooms) || []).some((r) => r.room === name)) {
+        showError({ message: "There is a room named \u201c" + name + "\u201d already: open it from the list to change it." });
+        $("create-name").focus();
+        return;
+      }
+      const ok = await confirmAction("Create room " + name + "?",
+        "It admits up to " + fmt(capacity) + " people at once" + (paused ? " once you resume it; it starts paused" : "") +
+        ". Every other setting starts at its default; change it in the room's view.", "Create room");
+      if (!ok) return;
+      await api("PUT", roomPath(name), { capacity, paused });
+      $("create-name").value = "";
+      window.addEventListener("hashchange", () => notice("Room " + name + " is created."), { once: true });
+      location.hash = "#/rooms/" + encodeURIComponent(name);
+    });
+  });
 
   // leave stops the polling when another view opens.
   function leave() {

@@ -53,7 +53,7 @@ func TestCheckerFindsWhatTheDocumentDoesNotDescribe(t *testing.T) {
 		{"a 401 without WWW-Authenticate", "GET", "/v1/rooms", 401, "application/json; charset=utf-8", `{"error":{"code":"unauthorized","message":"x"}}`, "WWW-Authenticate"},
 		{"an unknown route", "GET", "/v1/nope", 404, "application/json; charset=utf-8", `{"error":{"code":"not_found","message":"x"}}`, ""},
 		{"an unknown route, 200", "GET", "/v1/nope", 200, "application/json; charset=utf-8", `{}`, "no operation"},
-		{"an unknown method", "PATCH", "/v1/rooms/r", 405, "application/json; charset=utf-8", `{"error":{"code":"method_not_allowed","message":"x"}}`, "Allow"},
+		{"an unknown method", "POST", "/v1/rooms/r", 405, "application/json; charset=utf-8", `{"error":{"code":"method_not_allowed","message":"x"}}`, "Allow"},
 		{"outside the document", "GET", "/target/page", 200, "text/html", `<p>`, ""},
 		{"an event stream", "GET", "/v1/rooms/r/sessions/AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA/events", 200, "text/event-stream", "retry: 2000\n\nid: 5\nevent: session\ndata: " + session + "\n\n: keep-alive\n\n", ""},
 		{"an event stream with a bad event", "GET", "/v1/rooms/r/sessions/AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAA/events", 200, "text/event-stream", "id: 5\nevent: session\ndata: {\"id\":1}\n\n", "event stream"},

@@ -148,6 +148,7 @@ declare namespace Waitroom {
     | "challenge_wrong_room"
     | "challenge_used"
     | "not_invited"
+    | "precondition_failed"
     | "unavailable"
     | "internal"
     | "header_too_large"
