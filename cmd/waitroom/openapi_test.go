@@ -17,7 +17,7 @@ import (
 func init() { openapitest.Install() }
 
 // watch checks, for the rest of t, the answers of the server at url,
-// started with args. With --upstream, the paths the document does not list
+// started with args. With --upstream, `/` and the paths the document does not list
 // are the protected app's.
 func watch(t *testing.T, url string, args []string) {
 	t.Helper()
@@ -25,7 +25,7 @@ func watch(t *testing.T, url string, args []string) {
 	if slices.ContainsFunc(args, func(a string) bool {
 		return strings.TrimLeft(a, "-") == "upstream" || strings.HasPrefix(strings.TrimLeft(a, "-"), "upstream=")
 	}) {
-		opts = append(opts, openapitest.Outside("/"))
+		opts = append(opts, openapitest.Outside("/"), openapitest.App("/"))
 	}
 	openapitest.Watch(t, url, opts...)
 }
