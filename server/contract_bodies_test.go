@@ -57,6 +57,7 @@ func TestBodiesRefusedExactlyWhenTheSchemaRefuses(t *testing.T) {
 		"ext":   `{"capacity":1000000000}`,
 		"wh":    `{}`,
 		"dl":    `{}`,
+		"pz":    `{}`,
 	} {
 		c.mustStatus("PUT", "/v1/rooms/"+room, body, http.StatusCreated)
 	}
@@ -92,6 +93,8 @@ func TestBodiesRefusedExactlyWhenTheSchemaRefuses(t *testing.T) {
 			base:    map[string]any{"url": "http://127.0.0.1:9/hook", "events": []any{"*"}},
 			inexact: map[string]string{"url": "a URL's form and where it points"}},
 		{method: "POST", tmpl: "/v1/rooms/{room}/dead-letters/replay", path: fixed("/v1/rooms/dl/dead-letters/replay"), base: map[string]any{}},
+		{method: "POST", tmpl: "/v1/rooms/{room}/pause", path: fixed("/v1/rooms/pz/pause"), base: map[string]any{}},
+		{method: "POST", tmpl: "/v1/rooms/{room}/resume", path: fixed("/v1/rooms/pz/resume"), base: map[string]any{}},
 	}
 	// Every documented JSON body is sent, but these, with why.
 	notSent := map[string]string{
@@ -107,7 +110,7 @@ func TestBodiesRefusedExactlyWhenTheSchemaRefuses(t *testing.T) {
 			t.Logf("not sent: %s (%s)", k, why)
 			continue
 		}
-		t.Logf("not sent: %s has no case here yet", k)
+		t.Errorf("not sent: %s has no case here: add one (or say in notSent why not)", k)
 	}
 
 	rng := mrand.New(mrand.NewPCG(24, 8))

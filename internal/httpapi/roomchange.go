@@ -242,10 +242,12 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err := decodeOptional(body, &req); err != nil {
 		return err
 	}
-	req.Reason = strings.TrimSpace(req.Reason)
+	// Checked before trimming, as the document's PrintableText says: a
+	// reason of other spaces (U+00A0, U+2028) is refused, not trimmed away.
 	if err := waitroom.CheckAuditReason(req.Reason); err != nil {
 		return err
 	}
+	req.Reason = strings.TrimSpace(req.Reason)
 	before, after, changed, err := s.change(r, name, ifMatch(r), func(cfg waitroom.RoomConfig) (waitroom.RoomConfig, error) {
 		cfg.Paused = paused
 		return cfg, nil
