@@ -94,6 +94,9 @@ func TestHoldsInBrowser(t *testing.T) {
 		}
 	}
 	refused("claim_window", "soon", "Claim window: \u201csoon\u201d is not a duration")
+	// Forms Go's time.ParseDuration reads but the API refuses: the page says so first.
+	refused("claim_window", "5.s", "Claim window: \u201c5.s\u201d is not a duration")
+	refused("claim_window", ".5m", "Claim window: \u201c.5m\u201d is not a duration")
 	refused("claim_window", "500ms", "Claim window: enter at least 1s")
 	set("cfg-claim_window", "")
 	refused("notify_at", "5000", "Notify at: enter a position from 1 to 1,000")

@@ -127,12 +127,15 @@ window.waitroomConfig = (c) => {
     else c.notify_at = at;
   }
 
-  // goDuration reads a Go duration ("90s", "1h30m", "0") as milliseconds,
-  // or null when it is none.
+  // goDuration reads a duration in the API's form ("90s", "1h30m", "0":
+  // numbers each with a unit, a fraction only after a digit, no sign, the
+  // micro sign µ but not the Greek mu) as milliseconds, or null when it is
+  // none: what the server refuses, the page refuses in words first.
   function goDuration(s) {
     if (s === "0") return 0;
-    const units = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
-    const re = /(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
+    if (s.length > 32) return null;
+    const units = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+    const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
     let ms = 0;
     let i = 0;
     while (i < s.length) {
