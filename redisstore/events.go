@@ -528,6 +528,9 @@ func (l *listener) deliver(channel, payload string) {
 	if !ok {
 		return
 	}
+	// Every event raises the room's marks, this process's own too (its
+	// replies carry them only while someone subscribes): rewind.go.
+	s.seeEvent(e)
 	if pid == s.cfg.pid {
 		return
 	}

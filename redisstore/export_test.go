@@ -38,3 +38,12 @@ func (s *Store) UpdateRoomNonce(name string, cfg waitroom.RoomConfig, rev int64,
 
 // RoomKey is the key of room's hash.
 func (s *Store) RoomKey(room string) string { return s.keys(room)[0] }
+
+// WithoutRewindMarks makes the Store send no high-water marks, as before
+// rewinds were detected, so a test can show what a rewind does then.
+func WithoutRewindMarks() Option {
+	return func(c *config) error {
+		c.noMarks = true
+		return nil
+	}
+}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -21,6 +22,8 @@ type config struct {
 	// drawStep and drawLease are schedule.go's constants; tests change them.
 	drawStep  int
 	drawLease time.Duration
+	logger    *slog.Logger // rewound rooms (rewind.go)
+	noMarks   bool         // tests only: send no marks (export_test.go)
 }
 
 // WithPrefix sets the prefix of every key and channel (default "wr"). Stores

@@ -330,9 +330,14 @@ func splitJoins(r *scriptRun, v []any, err error) (again []*scriptCall) {
 	case "slow":
 		return retryAll()
 	default:
-		// An error every join shares (room_not_found): answer each.
-		for _, c := range r.calls {
+		// An error every join shares (room_not_found): answer each. The
+		// first gets the whole reply: a rewind's says what was repaired
+		// (rewind.go).
+		for i, c := range r.calls {
 			c.v = []any{status, ""}
+			if i == 0 {
+				c.v = v
+			}
 			close(c.done)
 		}
 		return nil

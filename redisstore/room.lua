@@ -8,7 +8,8 @@
 --                    counts (mirrors of ZCARD wait/active and of seq) and a
 --                    lower bound of the earliest due entry, so a request on a
 --                    room with nothing due costs one read of it
---   2 seq     STRING ticket counter (INCR); never deleted, so tickets are never reused
+--   2 seq     STRING ticket counter (INCR); never deleted, so tickets are never reused,
+--                    and never below a ticket a process has seen (rewound, below)
 --   3 wait    ZSET   waiting tickets scored by place: the ticket, the negative
 --                    place an operator's move gave (operator.lua), or in a
 --                    room with tiers the place its tier gave (tiers.lua), so
@@ -74,7 +75,15 @@ local PFX = string.sub(K_ROOM, 1, -5) -- KEYS[1] is <prefix>room
 
 local OP, ROOM, ARGNOW, PID = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local PUB, CHAN, WANT_EV = ARGV[5], ARGV[6], ARGV[7] == '1'
-local RETAIN, HISTMAX, BATCH = ARGV[8], ARGV[9], tonumber(ARGV[10])
+-- ARGV 10 is the expiry batch, then, once the calling process has seen a
+-- ticket or an entry number of the room, the highest of each it has seen
+-- (its high-water marks: rewind.go), space-separated.
+local RETAIN, HISTMAX = ARGV[8], ARGV[9]
+local BATCH, MARK_T, MARK_E = tonumber(ARGV[10]), 0, 0
+if not BATCH then
+  local b, mt, me = string.match(ARGV[10], '^(%d+) (%d+) (%d+)$')
+  BATCH, MARK_T, MARK_E = tonumber(b), tonumber(mt), tonumber(me)
+end
 local EV = PUB ~= '' or WANT_EV
 
 -- Recent joins, secret -> ticket (a hash), oldest last in a list that caps
@@ -157,4 +166,34 @@ local function tierOf(tn, tr)
     i = i + 1
   end
   return ''
+end
+
+-- A rewound room: Redis replicates asynchronously, so a failover (or a
+-- replaced primary that went on taking writes for a while) can leave the
+-- room as it was some writes ago, its counters below tickets and entry
+-- numbers already handed out. Numbers must never go to a second person:
+-- before any write, a counter below the calling process's mark of it (the
+-- highest it has seen, ARGV 10) moves up to the mark, so the next number
+-- follows every number the process saw; rw counts the room's rewinds
+-- (never deleted), and the reply { 'rewound', '', ticket counter, its
+-- mark, entry counter, its mark, rewinds } tells the caller, which logs
+-- it and runs the operation again (rewind.go). Reads change nothing, and a
+-- draw step applies a frozen draw, whose tickets follow its first.
+local READS = { room = true, sessions = true, waiting = true, lookup = true, history = true, drawinfo = true,
+  drawstep = true }
+if (MARK_T > 0 or MARK_E > 0) and not READS[OP] then
+  local seq = tonumber(redis.call('GET', K_SEQ) or '0')
+  local eseq = 0
+  if MARK_E > 0 then eseq = tonumber(redis.call('GET', K_ESEQ) or '0') end
+  if seq < MARK_T or eseq < MARK_E then
+    local fmt = string.format
+    if seq < MARK_T then
+      redis.call('SET', K_SEQ, fmt('%d', MARK_T))
+      -- The room hash mirrors the counter (last): a freeze's first ticket follows it.
+      if redis.call('EXISTS', K_ROOM) == 1 then redis.call('HSET', K_ROOM, 'last', fmt('%d', MARK_T)) end
+    end
+    if eseq < MARK_E then redis.call('SET', K_ESEQ, fmt('%d', MARK_E)) end
+    local n = redis.call('INCR', PFX .. 'rw')
+    return { 'rewound', '', seq, MARK_T, eseq, MARK_E, n }
+  end
 end

@@ -232,7 +232,10 @@ local function drawStep()
     if #keys > 0 then redis.call('HSET', K_KEYS, unpack(keys)) end
   end
   off = off + k
-  if k > 0 then redis.call('SET', K_SEQ, i2s(last)) end
+  -- The counter never goes down: a room rewound while closing had it
+  -- raised past the tickets its processes saw (room.lua), which may lie
+  -- beyond the draw's.
+  if k > 0 and last > tonumber(redis.call('GET', K_SEQ) or '0') then redis.call('SET', K_SEQ, i2s(last)) end
   if off == total then
     -- The step that completes the draw: its event always goes out, flagged
     -- (emit).

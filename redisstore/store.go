@@ -80,6 +80,9 @@ type Store struct {
 	// of it ends, so its callers wait for one draw (schedule.go).
 	draws sync.Map
 
+	// rw keeps each room's high-water marks and counts rewinds (rewind.go).
+	rw rewinds
+
 	closed atomic.Bool
 }
 
@@ -188,7 +191,7 @@ func (s *Store) args(op, room string, now int64, wantEvent bool, extra ...any) [
 		want = "1"
 	}
 	a := make([]any, 0, 10+len(extra))
-	a = append(a, op, room, now, s.cfg.pid, s.pubCmd, s.channel(room), want, s.retention, s.histMax, s.batch)
+	a = append(a, op, room, now, s.cfg.pid, s.pubCmd, s.channel(room), want, s.retention, s.histMax, s.batchArg(room))
 	return append(a, extra...)
 }
 
@@ -218,6 +221,12 @@ func (s *Store) runEv(ctx context.Context, op, room string, now int64, decorate 
 			return result{}, waitroom.Unavailable(fmt.Errorf("reply %v", v), "redisstore: malformed script reply")
 		}
 		status, _ := v[0].(string)
+		if status == "rewound" {
+			// Failover lost writes: the room's counters were moved past
+			// this process's marks; the operation runs again (rewind.go).
+			s.rewound(room, v)
+			continue
+		}
 		s.deliverReply(v, decorate)
 		if status == "more" {
 			expired += int(num(v, 2))
@@ -234,7 +243,9 @@ func (s *Store) runEv(ctx context.Context, op, room string, now int64, decorate 
 		if status != "room_not_found" {
 			s.lis.ensure(room)
 		}
-		return result{status: status, rest: v[2:], expired: expired}, nil
+		r := result{status: status, rest: v[2:], expired: expired}
+		s.seeReply(op, room, r)
+		return r, nil
 	}
 }
 
@@ -252,6 +263,7 @@ func (s *Store) deliverReply(v []any, decorate func(v []any, e *waitroom.Event))
 			if decorate != nil {
 				decorate(v, &e)
 			}
+			s.seeEvent(e)
 			s.subs.publish(e)
 		}
 	}
