@@ -19,6 +19,8 @@ import (
 //	waitroom_ends_total{room,status,reason}    sessions that ended (left, served, expired)
 //	waitroom_waiting{room}, waitroom_active{room}   current counts, read at scrape time
 //	waitroom_store_up                          1 if the last scrape could read the rooms
+//	waitroom_redis_rewinds_total               rooms found rewound after a failover and repaired
+//	                                           (a store with Rewinds, redisstore: this process's)
 //
 // Counters count only this process's changes (events from other processes
 // of a shared store are skipped), so summing over instances counts each
@@ -29,6 +31,12 @@ func Register(store waitroom.Store, reg *prometheus.Registry) (stop func()) {
 	c := newCounters()
 	g := newGauges(store)
 	collectors := []prometheus.Collector{c.joins, c.admissions, c.ends, g}
+	if r, ok := store.(rewinder); ok {
+		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "waitroom_redis_rewinds_total",
+			Help: "Rooms this process found rewound (Redis lost acknowledged writes in a failover) and whose ticket and entry counters it moved past every number it had seen, so none went out twice.",
+		}, func() float64 { return float64(r.Rewinds()) }))
+	}
 	reg.MustRegister(collectors...)
 	cancel := store.Subscribe(c.record)
 	var once sync.Once
@@ -41,3 +49,7 @@ func Register(store waitroom.Store, reg *prometheus.Registry) (stop func()) {
 		})
 	}
 }
+
+// rewinder is a store that repairs rooms a failover rewound
+// (redisstore.Store.Rewinds).
+type rewinder interface{ Rewinds() int64 }
