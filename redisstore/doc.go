@@ -35,7 +35,11 @@
 // everysec (Redis' default for AOF) a Redis crash loses up to about a second
 // of changes; without persistence a Redis restart loses everything. Replicas
 // are asynchronous: a failover may lose the last changes the old master
-// acknowledged.
+// acknowledged. It does not hand their tickets out again: each process
+// keeps the highest ticket and pre-queue entry number it has seen of each
+// room (from its answers and every process's events), and a script that
+// finds the room's counter below it moves the counter past it first
+// (rewind.go; Store.Rewinds counts these repairs).
 //
 // Redis must not evict the store's keys: run it with maxmemory-policy
 // noeviction (the default), so a full Redis refuses writes (CodeUnavailable)

@@ -216,13 +216,26 @@ func TestRewindNoTicketTwice(t *testing.T) {
 // sees but in a's events over pub/sub; the room is rewound; b's next join
 // still follows every ticket a handed out, and b counts the rewind. The
 // room's own count (rw) says 1, and a, joining after, finds nothing to
-// repair.
+// repair. Without marks b's join gets ticket 5 again.
 func TestRewindSeenByAnotherProcess(t *testing.T) {
 	t.Parallel()
+	for _, marks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("marks=%v", marks), func(t *testing.T) {
+			t.Parallel()
+			var opts []redisstore.Option
+			if !marks {
+				opts = append(opts, redisstore.WithoutRewindMarks())
+			}
+			testRewindSeenByAnotherProcess(t, marks, opts...)
+		})
+	}
+}
+
+func testRewindSeenByAnotherProcess(t *testing.T, marks bool, opts ...redisstore.Option) {
 	c, newClient := rewindClient(t)
 	prefix := freshPrefix()
-	a := newProcessQuiet(t, "a", newClient, prefix)
-	b := newProcess(t, "b", newClient, prefix)
+	a := newProcessQuiet(t, "a", newClient, prefix, opts...)
+	b := newProcess(t, "b", newClient, prefix, opts...)
 	ctx := t.Context()
 	if _, _, err := a.store.PutRoom(ctx, "r", waitroom.RoomConfig{Mode: waitroom.ModeManual, Capacity: 1}, base); err != nil {
 		t.Fatalf("PutRoom: %v", err)
@@ -242,6 +255,13 @@ func TestRewindSeenByAnotherProcess(t *testing.T) {
 	}
 	rewindRoom(t, c, prefix, "r", snap)
 	got := joinN(t, b.store, "r", 1, base, l)
+	t.Logf("marks %v: b's join after the rewind got ticket %d; %d tickets handed out twice", marks, got[0].Ticket, l.ticketDup)
+	if !marks {
+		if got[0].Ticket != 5 || l.ticketDup != 1 {
+			t.Errorf("without marks b's join got ticket %d (%d twice), want 5 (1)", got[0].Ticket, l.ticketDup)
+		}
+		return
+	}
 	if got[0].Ticket != 11 {
 		t.Errorf("b's join after the rewind got ticket %d, want 11", got[0].Ticket)
 	}
