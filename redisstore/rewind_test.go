@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -20,17 +21,34 @@ import (
 // roomSnapshot is a room's keys as DUMP gave them.
 type roomSnapshot map[string]string
 
-// roomKeys lists every key of room under prefix (one hash tag).
-func roomKeys(t *testing.T, c *redis.Client, prefix, room string) []string {
+// roomKeys lists every key of room under prefix (one hash tag, so one
+// node of a Cluster).
+func roomKeys(t *testing.T, c redis.UniversalClient, prefix, room string) []string {
 	t.Helper()
-	keys, err := c.Keys(t.Context(), prefix+":{"+room+"}:*").Result()
+	pattern := prefix + ":{" + room + "}:*"
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var keys []string
+		err := cc.ForEachMaster(t.Context(), func(ctx context.Context, n *redis.Client) error {
+			k, err := n.Keys(ctx, pattern).Result()
+			mu.Lock()
+			keys = append(keys, k...)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("KEYS: %v", err)
+		}
+		return keys
+	}
+	keys, err := c.Keys(t.Context(), pattern).Result()
 	if err != nil {
 		t.Fatalf("KEYS: %v", err)
 	}
 	return keys
 }
 
-func snapshotRoom(t *testing.T, c *redis.Client, prefix, room string) roomSnapshot {
+func snapshotRoom(t *testing.T, c redis.UniversalClient, prefix, room string) roomSnapshot {
 	t.Helper()
 	snap := roomSnapshot{}
 	for _, k := range roomKeys(t, c, prefix, room) {
@@ -45,7 +63,7 @@ func snapshotRoom(t *testing.T, c *redis.Client, prefix, room string) roomSnapsh
 
 // rewindRoom puts room back as snap had it, as a promoted replica that
 // missed every write since would.
-func rewindRoom(t *testing.T, c *redis.Client, prefix, room string, snap roomSnapshot) {
+func rewindRoom(t *testing.T, c redis.UniversalClient, prefix, room string, snap roomSnapshot) {
 	t.Helper()
 	ctx := t.Context()
 	for _, k := range roomKeys(t, c, prefix, room) {
@@ -226,13 +244,23 @@ func TestRewindSeenByAnotherProcess(t *testing.T) {
 			if !marks {
 				opts = append(opts, redisstore.WithoutRewindMarks())
 			}
-			testRewindSeenByAnotherProcess(t, marks, opts...)
+			c, newClient := rewindClient(t)
+			testRewindSeenByAnotherProcess(t, c, newClient, marks, opts...)
 		})
 	}
+	// On a Cluster b hears a's events over sharded pub/sub.
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		addrs := redistest.Cluster(t)
+		newClient := func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}) }
+		c := newClient()
+		t.Cleanup(func() { _ = c.Close() })
+		testRewindSeenByAnotherProcess(t, c, newClient, true)
+	})
 }
 
-func testRewindSeenByAnotherProcess(t *testing.T, marks bool, opts ...redisstore.Option) {
-	c, newClient := rewindClient(t)
+func testRewindSeenByAnotherProcess(t *testing.T, c redis.UniversalClient, newClient func() redis.UniversalClient, marks bool,
+	opts ...redisstore.Option) {
 	prefix := freshPrefix()
 	a := newProcessQuiet(t, "a", newClient, prefix, opts...)
 	b := newProcess(t, "b", newClient, prefix, opts...)
