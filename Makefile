@@ -51,11 +51,14 @@ deps:
 
 # test ends with a summary (internal/testsum): packages passed and failed,
 # and every skipped test with its reason, those CI would fail named as such.
-# The go test output streams through it as go test prints it.
+# The go test output streams through it as go test prints it. The timeout
+# is 30 minutes per package, not go test's 10: cmd/waitroom's tests (real
+# processes, browsers, Redis) take about 5 minutes on two idle cores and
+# over 10 beside a CPU hog, and CI's machine is shared.
 test: deps
 	$(GO) vet ./...
 	$(GO) build -o bin/testsum ./internal/testsum
-	bin/testsum $(GO) test -race -count=1 -json ./...
+	bin/testsum $(GO) test -race -count=1 -timeout 30m -json ./...
 
 # layout checks the house's shape alone (internal/layout: at most nine
 # public packages, one assembly in server/, one admission path, one
