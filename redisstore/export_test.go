@@ -38,3 +38,13 @@ func (s *Store) UpdateRoomNonce(name string, cfg waitroom.RoomConfig, rev int64,
 
 // RoomKey is the key of room's hash.
 func (s *Store) RoomKey(room string) string { return s.keys(room)[0] }
+
+// ReadOp reports whether a room script op only reads (pipeline.go).
+var ReadOp = readOp
+
+// RoomScriptHash is the SHA1 of the room script.
+func RoomScriptHash() string { return roomScript.Hash() }
+
+// OnlineReplicas counts the online, acknowledging replicas of an INFO
+// replication section (ack.go).
+var OnlineReplicas = onlineReplicas
