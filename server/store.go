@@ -33,7 +33,8 @@ func (s *Server) openStore(ctx context.Context) error {
 		// go-redis prints its own lines (each failed dial) raw to stderr;
 		// the store's errors say the same, once, so they go to debug.
 		redisstore.SetClientLogger(cfg.Logger)
-		st, err := redisstore.Open(ctx, cfg.StoreURL)
+		st, err := redisstore.Open(ctx, cfg.StoreURL,
+			redisstore.WithAckReplicas(cfg.RedisAckReplicas), redisstore.WithAckTimeout(cfg.RedisAckTimeout))
 		if err != nil {
 			return fmt.Errorf("open Redis store %s: %w", RedactURL(cfg.StoreURL), operatorCause(err))
 		}

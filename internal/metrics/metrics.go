@@ -11,6 +11,10 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
+// ackCounter is a store that counts the writes its replicas did not
+// confirm in time (redisstore.Store).
+type ackCounter interface{ AckTimeouts() uint64 }
+
 // Register subscribes to store's events and registers the waitroom metrics
 // on reg:
 //
@@ -19,6 +23,9 @@ import (
 //	waitroom_ends_total{room,status,reason}    sessions that ended (left, served, expired)
 //	waitroom_waiting{room}, waitroom_active{room}   current counts, read at scrape time
 //	waitroom_store_up                          1 if the last scrape could read the rooms
+//	waitroom_redis_ack_timeouts_total          writes a Redis store's replicas did not
+//	                                           confirm in time (each answered unavailable);
+//	                                           only for a store that counts them (redisstore)
 //
 // Counters count only this process's changes (events from other processes
 // of a shared store are skipped), so summing over instances counts each
@@ -29,6 +36,12 @@ func Register(store waitroom.Store, reg *prometheus.Registry) (stop func()) {
 	c := newCounters()
 	g := newGauges(store)
 	collectors := []prometheus.Collector{c.joins, c.admissions, c.ends, g}
+	if ac, ok := store.(ackCounter); ok {
+		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "waitroom_redis_ack_timeouts_total",
+			Help: "Writes (pipelines of them) whose Redis replicas did not confirm them within --redis-ack-timeout; each was answered 503 unavailable, though it may have been made.",
+		}, func() float64 { return float64(ac.AckTimeouts()) }))
+	}
 	reg.MustRegister(collectors...)
 	cancel := store.Subscribe(c.record)
 	var once sync.Once
