@@ -370,3 +370,82 @@ func TestOnlineReplicas(t *testing.T) {
 		t.Errorf("OnlineReplicas = %d, want 2", got)
 	}
 }
+
+// TestAckCluster runs a three-master Cluster with a replica per master:
+// every shard's writes wait for its own replica (each master receives its
+// own WAITs), and with one replica frozen only the rooms of its shard
+// answer unavailable.
+func TestAckCluster(t *testing.T) {
+	t.Parallel()
+	addrs := redistest.Cluster(t)
+	replicas := map[string]*redistest.Instance{}
+	for _, a := range addrs {
+		replicas[a] = redistest.ClusterReplica(t, a)
+	}
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: 1500 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := t.Context()
+	prefix := freshPrefix()
+	st, err := redisstore.New(ctx, client, redisstore.WithPrefix(prefix), redisstore.WithAckTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// One room on each master.
+	roomOn := map[string]string{}
+	for i := 0; len(roomOn) < len(addrs) && i < 1000; i++ {
+		name := fmt.Sprintf("r%d", i)
+		node, err := client.MasterForKey(ctx, st.RoomKey(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := roomOn[node.Options().Addr]; !ok {
+			roomOn[node.Options().Addr] = name
+		}
+	}
+	if len(roomOn) != len(addrs) {
+		t.Fatalf("rooms on %d of %d masters", len(roomOn), len(addrs))
+	}
+	now := time.Now()
+	for _, room := range roomOn {
+		if _, _, err := st.PutRoom(ctx, room, waitroom.DefaultConfig(), now); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if _, err := st.Join(ctx, room, "", now); err != nil {
+				t.Fatalf("join in %s: %v", room, err)
+			}
+		}
+	}
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		stats, err := c.Info(ctx, "commandstats").Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stats, "cmdstat_wait:") {
+			t.Errorf("master %s received no WAIT", a)
+		}
+	}
+	if n := st.AckTimeouts(); n != 0 {
+		t.Errorf("AckTimeouts = %d with every replica live", n)
+	}
+	frozen := addrs[0]
+	replicas[frozen].Freeze()
+	for a, room := range roomOn {
+		jctx, cancel := context.WithTimeout(ctx, ackHang)
+		_, err := st.Join(jctx, room, "", now)
+		hung := jctx.Err() != nil
+		cancel()
+		switch {
+		case hung:
+			t.Fatalf("join in %s hung", room)
+		case a == frozen && waitroom.ErrorCode(err) != waitroom.CodeUnavailable:
+			t.Errorf("join in %s, whose shard's replica is frozen: %v, want unavailable", room, err)
+		case a != frozen && err != nil:
+			t.Errorf("join in %s, another shard: %v", room, err)
+		}
+	}
+	replicas[frozen].Thaw()
+}
