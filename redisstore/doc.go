@@ -34,8 +34,12 @@
 // appendfsync always, nothing acknowledged is lost; with appendfsync
 // everysec (Redis' default for AOF) a Redis crash loses up to about a second
 // of changes; without persistence a Redis restart loses everything. Replicas
-// are asynchronous: a failover may lose the last changes the old master
-// acknowledged.
+// are asynchronous, so by default (WithAckReplicas, AckAuto) every write
+// waits, before the store answers for it, until the primary's replicas have
+// it (WAIT; ack.go): a failover then keeps every change the store answered
+// for. With WithAckReplicas(0) a failover may lose the last changes the old
+// master acknowledged. A write the replicas do not confirm within the ack
+// timeout fails with CodeUnavailable, though it may have been made.
 //
 // Redis must not evict the store's keys: run it with maxmemory-policy
 // noeviction (the default), so a full Redis refuses writes (CodeUnavailable)
