@@ -221,11 +221,12 @@ func (p *pipeliner) runOnce() {
 		cmds[i] = evalshaCmd(ctx, roomScript, r.keys, r.args)
 		wait = wait || !readOp(r.args[0])
 	}
-	if p.ack == nil {
-		p.ack = &acker{client: p.client} // waits for no replica
+	ack := p.ack
+	if ack == nil {
+		ack = &acker{client: p.client} // waits for no replica
 	}
 	// One WAIT per pipeline (per primary in a Cluster) for all its writes.
-	acks := p.ack.exec(ctx, wait, "room scripts", cmds...)
+	acks := ack.exec(ctx, wait, "room scripts", cmds...)
 	var lost []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
@@ -239,7 +240,7 @@ func (p *pipeliner) runOnce() {
 		for j, i := range lost {
 			again[j] = evalCmd(ctx, roomScript, runs[i].keys, runs[i].args)
 		}
-		acks2 := p.ack.exec(ctx, wait, "room scripts", again...)
+		acks2 := ack.exec(ctx, wait, "room scripts", again...)
 		for j, i := range lost {
 			cmds[i], acks[i] = again[j], acks2[j]
 		}
