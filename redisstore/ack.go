@@ -146,10 +146,14 @@ func (a *acker) exec(ctx context.Context, wait bool, what string, cmds ...redis.
 	}
 	wg.Wait()
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
-			// The slot moved (a failover, a resharding): the command did
-			// not run. Reload the slot map so the next call goes to the
-			// right primary.
+		err := c.Err()
+		var reply redis.Error
+		if err != nil && !errors.Is(err, redis.Nil) && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
+			redis.HasErrorPrefix(err, "CLUSTERDOWN") || !errors.As(err, &reply)) {
+			// The slot moved (a failover, a resharding), or its primary
+			// cannot be reached: reload the slot map so the next call goes
+			// to the right primary. go-redis does this for its own
+			// pipelines; these are sent to each primary directly.
 			a.cluster.ReloadState(ctx)
 			break
 		}
