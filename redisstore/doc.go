@@ -34,11 +34,16 @@
 // appendfsync always, nothing acknowledged is lost; with appendfsync
 // everysec (Redis' default for AOF) a Redis crash loses up to about a second
 // of changes; without persistence a Redis restart loses everything. Replicas
-// are asynchronous: a failover may lose the last changes the old master
-// acknowledged. It does not hand their tickets out again: each process
-// keeps the highest ticket and pre-queue entry number it has seen of each
-// room (from its answers and every process's events), and a script that
-// finds the room's counter below it moves the counter past it first
+// are asynchronous, so by default (WithAckReplicas, AckAuto) every write
+// waits, before the store answers for it, until the primary's replicas have
+// it (WAIT; ack.go): a failover then keeps every change the store answered
+// for. With WithAckReplicas(0) a failover may lose the last changes the old
+// master acknowledged. A write the replicas do not confirm within the ack
+// timeout fails with CodeUnavailable, though it may have been made.
+// Whatever a failover loses, its tickets are not handed out again: each
+// process keeps the highest ticket and pre-queue entry number it has seen
+// of each room (from its answers and every process's events), and a script
+// that finds the room's counter below it moves the counter past it first
 // (rewind.go; Store.Rewinds counts these repairs).
 //
 // Redis must not evict the store's keys: run it with maxmemory-policy

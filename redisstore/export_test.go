@@ -47,3 +47,13 @@ func WithoutRewindMarks() Option {
 		return nil
 	}
 }
+
+// ReadOp reports whether a room script op only reads (pipeline.go).
+var ReadOp = readOp
+
+// RoomScriptHash is the SHA1 of the room script.
+func RoomScriptHash() string { return roomScript.Hash() }
+
+// OnlineReplicas counts the online, acknowledging replicas of an INFO
+// replication section (ack.go).
+var OnlineReplicas = onlineReplicas

@@ -29,7 +29,7 @@ import (
 var hooksLua string
 
 // hookScript runs every webhook operation but the outbox's writing.
-var hookScript = redis.NewScript(hooksLua)
+var hookScript = newScript(hooksLua)
 
 // outboxBatch bounds the outbox entries one ClaimDeliveries takes in, and
 // outboxBytes the arguments of one script run that takes them in (a run
@@ -54,9 +54,13 @@ func (s *Store) hookRoomsKey() string { return s.cfg.prefix + ":hookrooms" }
 // runHooks runs the webhook script on room's keys; what says what it was
 // doing, for the error.
 func (s *Store) runHooks(ctx context.Context, room, what string, args ...any) (any, error) {
-	v, err := hookScript.Run(ctx, s.client, s.hookKeys(room), args...).Result()
+	what = fmt.Sprintf("%s of room %q", what, room)
+	v, err := s.script(ctx, what, hookScript, s.hookKeys(room), args...)
+	if errors.Is(err, errNotReplicated) {
+		return nil, err // it names what already
+	}
 	if err != nil {
-		return nil, waitroom.Unavailable(err, fmt.Sprintf("redisstore: %s of room %q", what, room))
+		return nil, waitroom.Unavailable(err, "redisstore: "+what)
 	}
 	return v, nil
 }
@@ -98,8 +102,8 @@ func (s *Store) PutWebhook(ctx context.Context, h waitroom.Webhook, now time.Tim
 		r, _ := v.([]any)
 		switch str(r, 0) {
 		case "ok":
-			if err := s.client.SAdd(ctx, s.hookRoomsKey(), h.Room).Err(); err != nil {
-				return waitroom.Webhook{}, false, waitroom.Unavailable(err, "redisstore: listing webhooks of room "+h.Room)
+			if err := s.write(ctx, "listing webhooks of room "+h.Room, redis.NewIntCmd(ctx, "sadd", s.hookRoomsKey(), h.Room)); err != nil {
+				return waitroom.Webhook{}, false, err
 			}
 			return w, num(r, 1) == 1, nil
 		case "room_not_found":
@@ -168,11 +172,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, room, name string) error {
 // back if another process gave it one meanwhile, so the set never misses a
 // room that has one.
 func (s *Store) unlistHooks(ctx context.Context, room string) error {
-	if err := s.client.SRem(ctx, s.hookRoomsKey(), room).Err(); err != nil {
-		return waitroom.Unavailable(err, "redisstore: unlisting the webhooks of room "+room)
+	if err := s.write(ctx, "unlisting the webhooks of room "+room, redis.NewIntCmd(ctx, "srem", s.hookRoomsKey(), room)); err != nil {
+		return err
 	}
 	if n, err := s.client.Exists(ctx, s.hookKeys(room)[1]).Result(); err == nil && n > 0 {
-		_ = s.client.SAdd(ctx, s.hookRoomsKey(), room).Err()
+		_ = s.write(ctx, "listing the webhooks of room "+room, redis.NewIntCmd(ctx, "sadd", s.hookRoomsKey(), room))
 	}
 	return nil
 }

@@ -83,15 +83,8 @@ func (s *Store) AddAudit(ctx context.Context, e waitroom.AuditEntry) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: encode audit entry: %w", err)
 	}
-	err = s.client.XAdd(ctx, &redis.XAddArgs{
-		Stream: s.ledgerKey(e.Room, "audit"),
-		MaxLen: int64(waitroom.AuditKeep),
-		Values: []any{"s", e.Session, "j", string(doc)},
-	}).Err()
-	if err != nil {
-		return waitroom.Unavailable(err, "redisstore: add audit entry")
-	}
-	return nil
+	return s.write(ctx, "add audit entry", redis.NewStringCmd(ctx, "xadd", s.ledgerKey(e.Room, "audit"),
+		"maxlen", waitroom.AuditKeep, "*", "s", e.Session, "j", string(doc)))
 }
 
 // auditScan is how many stream entries one read takes when a session
@@ -182,7 +175,11 @@ const (
 	fETA        = "eta"
 )
 
-// AddStats implements waitroom.Ledger in one MULTI transaction.
+// AddStats implements waitroom.Ledger in one MULTI transaction. It alone
+// of the writes does not wait for replicas (ack.go): WAIT in a MULTI does
+// not wait, nobody is answered on it (the stats recorder writes in the
+// background), and a bucket lost in a failover loses a minute of figures,
+// no session.
 func (s *Store) AddStats(ctx context.Context, room string, b waitroom.StatsBucket) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -335,11 +332,7 @@ func (s *Store) PutConsoleSession(ctx context.Context, id string, expires time.T
 		return err
 	}
 	ms := expires.UnixMilli()
-	err := s.client.Do(ctx, "SET", s.consoleKey(id), ms, "PXAT", ms).Err()
-	if err != nil {
-		return waitroom.Unavailable(err, "redisstore: record console session")
-	}
-	return nil
+	return s.write(ctx, "record console session", redis.NewStatusCmd(ctx, "set", s.consoleKey(id), ms, "pxat", ms))
 }
 
 // ConsoleSession implements waitroom.Ledger: live while now is before the
@@ -370,8 +363,5 @@ func (s *Store) DeleteConsoleSession(ctx context.Context, id string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := s.client.Del(ctx, s.consoleKey(id)).Err(); err != nil {
-		return waitroom.Unavailable(err, "redisstore: delete console session")
-	}
-	return nil
+	return s.write(ctx, "delete console session", redis.NewIntCmd(ctx, "del", s.consoleKey(id)))
 }

@@ -24,6 +24,9 @@ type config struct {
 	drawLease time.Duration
 	logger    *slog.Logger // rewound rooms (rewind.go)
 	noMarks   bool         // tests only: send no marks (export_test.go)
+	// ackReplicas and ackTimeout: see WithAckReplicas (ack.go).
+	ackReplicas int
+	ackTimeout  time.Duration
 }
 
 // WithPrefix sets the prefix of every key and channel (default "wr"). Stores
@@ -121,6 +124,37 @@ func WithPipelines(n int) Option {
 func WithShardedPubSub(on bool) Option {
 	return func(c *config) error {
 		c.sharded = &on
+		return nil
+	}
+}
+
+// WithAckReplicas sets how many replicas must have every write before the
+// store answers for it (ack.go): n > 0 waits for n; AckAuto (the default)
+// for every replica the primary reports online and acknowledging, and at
+// least one once any replica was seen (so a primary cut off from its
+// replicas, or replaced, confirms nothing); 0 does not wait (a write
+// answered may be lost in a failover). With no replicas at all, AckAuto
+// waits for nothing. In a Cluster it counts each shard's replicas.
+func WithAckReplicas(n int) Option {
+	return func(c *config) error {
+		if n < AckAuto {
+			return fmt.Errorf("redisstore: ack replicas %d is neither auto (%d) nor a count", n, AckAuto)
+		}
+		c.ackReplicas = n
+		return nil
+	}
+}
+
+// WithAckTimeout sets how long a write waits for its replicas (default
+// DefaultAckTimeout) before it answers unavailable. It must be at least
+// 1ms and shorter than the client's read timeout, which bounds the whole
+// pipeline's reply.
+func WithAckTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("redisstore: ack timeout %s is shorter than 1ms", d)
+		}
+		c.ackTimeout = d
 		return nil
 	}
 }

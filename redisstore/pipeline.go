@@ -95,7 +95,8 @@ type scriptCall struct {
 // pipeliner queues script runs and sends them in pipelines.
 type pipeliner struct {
 	client   redis.UniversalClient
-	inFlight int // most pipelines at once; 0 or 1 still pipelines
+	ack      *acker // sends every pipeline
+	inFlight int    // most pipelines at once; 0 or 1 still pipelines
 	// orphan receives the reply of a call whose caller gave up before it
 	// came: the script ran, and its event must still reach this process's
 	// subscribers (who hear their own process's events only from replies).
@@ -202,34 +203,63 @@ func (p *pipeliner) runOnce() {
 		live = append(live, c)
 	}
 	runs := mergeJoins(live)
-	switch len(runs) {
-	case 0:
+	if len(runs) == 0 {
 		return
-	case 1:
-		if r := runs[0]; len(r.calls) == 1 {
-			c := r.calls[0]
-			c.v, c.err = roomScript.Run(c.ctx, p.client, c.keys, c.args...).Slice()
-			close(c.done)
-			return
+	}
+	ctx := context.Background()
+	if len(runs) == 1 && len(runs[0].calls) == 1 {
+		// One call alone runs on its caller's context, as a plain call.
+		ctx = runs[0].calls[0].ctx
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pipelineTimeout)
+		defer cancel()
+	}
+	cmds := make([]redis.Cmder, len(runs))
+	wait := false
+	for i, r := range runs {
+		cmds[i] = evalshaCmd(ctx, roomScript, r.keys, r.args)
+		wait = wait || !readOp(r.args[0])
+	}
+	ack := p.ack
+	if ack == nil {
+		ack = &acker{client: p.client} // waits for no replica
+	}
+	// One WAIT per pipeline (per primary in a Cluster) for all its writes.
+	acks := ack.exec(ctx, wait, "room scripts", cmds...)
+	var lost []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			lost = append(lost, i)
 		}
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), pipelineTimeout)
-	defer cancel()
-	cmds := make([]*redis.Cmd, len(runs))
-	pipe := p.client.Pipeline()
-	for i, r := range runs {
-		cmds[i] = roomScript.EvalSha(ctx, pipe, r.keys, r.args...)
+	if len(lost) > 0 {
+		// Redis lost its script cache (restart, SCRIPT FLUSH, failover):
+		// EVAL loads the script again. NOSCRIPT means these did not run.
+		again := make([]redis.Cmder, len(lost))
+		for j, i := range lost {
+			again[j] = evalCmd(ctx, roomScript, runs[i].keys, runs[i].args)
+		}
+		acks2 := ack.exec(ctx, wait, "room scripts", again...)
+		for j, i := range lost {
+			cmds[i], acks[i] = again[j], acks2[j]
+		}
 	}
-	// Exec's error is the first command's; each command's own is read below.
-	_, _ = pipe.Exec(ctx)
 	var again []*scriptCall
 	for i, r := range runs {
-		v, err := cmds[i].Slice()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// Redis lost its script cache (restart, SCRIPT FLUSH, failover):
-			// Run loads the script again. NOSCRIPT means this one did not run.
-			v, err = roomScript.Run(ctx, p.client, r.keys, r.args...).Slice()
+		v, err := cmds[i].(*redis.Cmd).Slice()
+		if err == nil && acks[i] != nil && !readOp(r.args[0]) {
+			// The script ran, but its replicas did not confirm it: every
+			// call of the run is told so, and its event still reaches
+			// this process's subscribers, as other processes hear it.
+			if p.orphan != nil {
+				p.orphan(v)
+			}
+			for _, c := range r.calls {
+				c.err = acks[i]
+				close(c.done)
+			}
+			continue
 		}
 		if len(r.calls) == 1 && r.args[0] != opJoins {
 			c := r.calls[0]
@@ -246,6 +276,17 @@ func (p *pipeliner) runOnce() {
 		p.queue = append(again, p.queue...)
 		p.mu.Unlock()
 	}
+}
+
+// readOp reports whether op only reads (ops.lua's reads): a pipeline of
+// reads only does not wait for replicas, and a read is answered whatever
+// they confirmed.
+func readOp(op any) bool {
+	switch op {
+	case "room", "sessions", "waiting", "lookup", "history", "drawinfo":
+		return true
+	}
+	return false
 }
 
 // opJoins is the script's batch join; see fast.lua.

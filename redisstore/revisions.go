@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom"
 )
 
@@ -63,8 +64,8 @@ func (s *Store) putRoom(ctx context.Context, name string, cfg waitroom.RoomConfi
 	// The rooms set is in another slot, so it is updated apart from the
 	// script. Doing it on every PutRoom (not only on create) repairs a set
 	// that missed a name because a process died between the two.
-	if err := s.client.SAdd(ctx, s.roomsKey(), name).Err(); err != nil {
-		return waitroom.Room{}, false, waitroom.Unavailable(err, "redisstore: listing room "+name)
+	if err := s.write(ctx, "listing room "+name, redis.NewIntCmd(ctx, "sadd", s.roomsKey(), name)); err != nil {
+		return waitroom.Room{}, false, err
 	}
 	if created {
 		// Other processes subscribe to a new room's sharded channel when

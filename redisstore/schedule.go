@@ -44,7 +44,7 @@ const (
 )
 
 // acquireScript takes a lease unless another process holds it.
-var acquireScript = redis.NewScript(`local v = redis.call('GET', KEYS[1])
+var acquireScript = newScript(`local v = redis.call('GET', KEYS[1])
 if v and v ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
@@ -210,14 +210,15 @@ func (s *Store) completeDraw(ctx context.Context, room string) error {
 	}()
 	lease := s.schedKey(room, "dl")
 	for {
-		ok, err := acquireScript.Run(ctx, s.client, []string{lease}, s.cfg.pid, s.cfg.drawLease.Milliseconds()).Int()
+		v, err := s.script(ctx, "taking a draw lease", acquireScript, []string{lease}, s.cfg.pid, s.cfg.drawLease.Milliseconds())
+		ok, _ := v.(int64)
 		if err != nil {
 			return waitroom.Unavailable(err, fmt.Sprintf("redisstore: taking the draw of room %q", room))
 		}
 		if ok == 1 {
 			err := s.applyDraw(ctx, room)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = releaseScript.Run(rctx, s.client, []string{lease}, s.cfg.pid).Err()
+			_, _ = s.script(rctx, "giving up a draw lease", releaseScript, []string{lease}, s.cfg.pid)
 			cancel()
 			return err
 		}
@@ -296,18 +297,24 @@ func (s *Store) applyDraw(ctx context.Context, room string) error {
 		// Up to drawWindow steps go in one round trip, at the offsets the
 		// room will expect, so Redis does not wait for this process
 		// between steps; each is still its own script run.
-		pipe := s.client.Pipeline()
-		var cmds []*redis.Cmd
+		var cmds []redis.Cmder
 		for o := off; len(cmds) < drawWindow && (o < total || len(cmds) == 0); o += int64(s.cfg.drawStep) {
-			cmds = append(cmds, roomScript.EvalSha(ctx, pipe, keys, stepArgs(o)...))
+			cmds = append(cmds, evalshaCmd(ctx, roomScript, keys, stepArgs(o)))
 		}
-		_, _ = pipe.Exec(ctx) // each command's error is read below
-		for _, cmd := range cmds {
-			v, err := cmd.Slice()
+		// One WAIT for the window's steps.
+		acks := s.ack.exec(ctx, true, "applying a draw", cmds...)
+		for i, cmd := range cmds {
+			v, err := cmd.(*redis.Cmd).Slice()
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
-				// Redis lost its scripts; this step did not run. Run
+				// Redis lost its scripts; this step did not run. EVAL
 				// loads the script again.
-				v, err = roomScript.Run(ctx, s.client, keys, stepArgs(off)...).Slice()
+				var x any
+				x, err = s.script(ctx, "applying a draw", roomScript, keys, stepArgs(off)...)
+				acks[i] = nil // s.script waited for it
+				v, _ = x.([]any)
+			}
+			if err == nil {
+				err = acks[i]
 			}
 			if err != nil {
 				return waitroom.Unavailable(err, fmt.Sprintf("redisstore: applying the draw of room %q", room))

@@ -41,11 +41,11 @@ var (
 )
 
 // roomScript runs every operation on a room.
-var roomScript = redis.NewScript(roomShared + "\n" + roomFast + "\n" + roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
+var roomScript = newScript(roomShared + "\n" + roomFast + "\n" + roomMachinery + "\n" + roomSchedule + "\n" + roomStock + "\n" + roomOperator + "\n" +
 	roomTiers + "\n" + roomHolds + "\n" + roomOps)
 
 // releaseScript gives up a sweep lease if this process holds it.
-var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+var releaseScript = newScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 // Store is the Redis waitroom.Store. It is safe for concurrent use, by any
 // number of goroutines and processes.
@@ -63,6 +63,7 @@ type Store struct {
 	subs subscribers
 	lis  listener
 	pipe pipeliner
+	ack  *acker // sends every write and waits for its replicas (ack.go)
 
 	// skip remembers, per room, until when another process holds the
 	// sweep lease, so Sweep need not ask Redis again before then.
@@ -92,7 +93,7 @@ var _ waitroom.Store = (*Store)(nil)
 // the Store. It checks that Redis answers and is recent enough (6.2).
 func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
 	c := config{prefix: "wr", retention: 24 * time.Hour, histMax: 100_000, lease: 3 * time.Second, batch: 1000,
-		inFlight: defaultInFlight, drawStep: drawStep, drawLease: drawLease}
+		inFlight: defaultInFlight, drawStep: drawStep, drawLease: drawLease, ackReplicas: AckAuto, ackTimeout: DefaultAckTimeout}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -137,9 +138,18 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	if sharded {
 		s.pubCmd = "SPUBLISH"
 	}
+	if read := readTimeout(client); read > 0 && c.ackReplicas != 0 && c.ackTimeout >= read {
+		return nil, fmt.Errorf("redisstore: ack timeout %s must be shorter than the Redis read timeout %s (read_timeout in the URL)", c.ackTimeout, read)
+	}
+	s.ack = &acker{client: client, want: c.ackReplicas, timeout: c.ackTimeout, online: map[string]int{}}
+	s.ack.cluster, _ = client.(*redis.ClusterClient)
+	if c.ackReplicas == AckAuto {
+		// The first count is read now, so the first write waits as it must.
+		s.ack.readReplicas(ctx)
+	}
 	s.subs.fns = make(map[int]func(waitroom.Event))
 	s.lis.s = s
-	s.pipe = pipeliner{client: client, inFlight: c.inFlight, orphan: s.publishReply}
+	s.pipe = pipeliner{client: client, ack: s.ack, inFlight: c.inFlight, orphan: s.publishReply}
 	return s, nil
 }
 
@@ -215,7 +225,7 @@ func (s *Store) runEv(ctx context.Context, op, room string, now int64, decorate 
 		want := s.subs.n.Load() > 0
 		v, err := s.pipe.do(ctx, keys, s.args(op, room, now, want, extra...))
 		if err != nil {
-			return result{}, waitroom.Unavailable(err, fmt.Sprintf("redisstore: %s in room %q", op, room))
+			return result{}, unavailable(err, fmt.Sprintf("redisstore: %s in room %q", op, room))
 		}
 		if len(v) < 2 {
 			return result{}, waitroom.Unavailable(fmt.Errorf("reply %v", v), "redisstore: malformed script reply")
@@ -386,11 +396,11 @@ func (s *Store) DeleteRoom(ctx context.Context, name string, force bool, now tim
 	// Take the name off the list, then put it back if another process has
 	// created the room again meanwhile, so the list never loses a room
 	// that exists.
-	if err := s.client.SRem(ctx, s.roomsKey(), name).Err(); err != nil {
-		return waitroom.Unavailable(err, "redisstore: unlisting room "+name)
+	if err := s.write(ctx, "unlisting room "+name, redis.NewIntCmd(ctx, "srem", s.roomsKey(), name)); err != nil {
+		return err
 	}
 	if n, err := s.client.Exists(ctx, s.keys(name)[0]).Result(); err == nil && n > 0 {
-		_ = s.client.SAdd(ctx, s.roomsKey(), name).Err()
+		_ = s.write(ctx, "listing room "+name, redis.NewIntCmd(ctx, "sadd", s.roomsKey(), name))
 	}
 	// The script deleted the room's webhooks; unlisting them is best
 	// effort: HookRooms skips a room whose webhooks are gone.
@@ -564,7 +574,7 @@ func (s *Store) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, room := range held {
-		_ = releaseScript.Run(ctx, s.client, []string{s.keys(room)[7]}, s.cfg.pid).Err()
+		_, _ = s.script(ctx, "giving up a sweep lease", releaseScript, []string{s.keys(room)[7]}, s.cfg.pid)
 	}
 	if s.ownClient {
 		return s.client.Close()

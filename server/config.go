@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/redisstore"
 )
 
 // Config is a whole server's configuration, typed and already parsed:
@@ -30,6 +31,13 @@ type Config struct {
 	// everything on exit, or a Redis URL (redis://, rediss://,
 	// redis+cluster://, redis+sentinel://, and their rediss+ forms).
 	StoreURL string
+	// RedisAckReplicas is, with a Redis store, how many replicas must have
+	// each write before it is answered: a count, redisstore.AckAuto (the
+	// default: every replica online, at least one once any was seen) or 0
+	// (do not wait). RedisAckTimeout bounds the wait; a write not confirmed
+	// in it answers unavailable. See redisstore.WithAckReplicas.
+	RedisAckReplicas int
+	RedisAckTimeout  time.Duration
 	// DataDir holds the SQLite database, the generated admin token and
 	// (unless PassKeysDir says otherwise) the pass and door keys. Required.
 	DataDir string
@@ -112,6 +120,8 @@ type Config struct {
 func Defaults() Config { return defaults }
 
 var defaults = Config{
+	RedisAckReplicas:   redisstore.AckAuto,
+	RedisAckTimeout:    redisstore.DefaultAckTimeout,
 	FailOpenAfter:      10 * time.Second,
 	PushRefresh:        5 * time.Second,
 	PushFront:          100,
@@ -132,6 +142,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.FailOpenAfter, d.FailOpenAfter)
+	def(&c.RedisAckTimeout, d.RedisAckTimeout)
 	def(&c.PushRefresh, d.PushRefresh)
 	def(&c.WebhookLease, d.WebhookLease)
 	def(&c.WebhookBackoffMax, d.WebhookBackoffMax)
@@ -165,6 +176,10 @@ func (c Config) Check() error {
 		return fmt.Errorf("--data must not be empty")
 	case c.Store == nil && !knownStore(c.StoreURL):
 		return fmt.Errorf("--store must be empty (embedded SQLite), \"memory\" or a Redis URL (redis://, rediss://, redis+cluster://, redis+sentinel://), not %q", RedactURL(c.StoreURL))
+	case c.RedisAckReplicas < redisstore.AckAuto:
+		return fmt.Errorf("--redis-ack-replicas must be auto, 0 or a number of replicas, not %d", c.RedisAckReplicas)
+	case c.RedisAckTimeout < time.Millisecond || c.RedisAckTimeout > time.Minute:
+		return fmt.Errorf("--redis-ack-timeout must be a duration from 1ms to 1m such as 1s, not %s", c.RedisAckTimeout)
 	case c.FailOpenAfter <= 0:
 		return fmt.Errorf("--fail-open-after must be a positive duration such as 10s, not %s", c.FailOpenAfter)
 	case c.MaxConnections < 0 || c.MaxConnections > 100_000_000:

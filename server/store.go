@@ -34,7 +34,8 @@ func (s *Server) openStore(ctx context.Context) error {
 		// the store's errors say the same, once, so they go to debug.
 		redisstore.SetClientLogger(cfg.Logger)
 		// The store logs rooms it finds rewound after a failover.
-		st, err := redisstore.Open(ctx, cfg.StoreURL, redisstore.WithLogger(cfg.Logger))
+		st, err := redisstore.Open(ctx, cfg.StoreURL, redisstore.WithLogger(cfg.Logger),
+			redisstore.WithAckReplicas(cfg.RedisAckReplicas), redisstore.WithAckTimeout(cfg.RedisAckTimeout))
 		if err != nil {
 			return fmt.Errorf("open Redis store %s: %w", RedactURL(cfg.StoreURL), operatorCause(err))
 		}

@@ -24,6 +24,7 @@ var benchRows = []string{
 	"HTTP position (GET session, sqlitestore), 4 conns", "HTTP durable join (POST, sqlitestore), 4 conns", "HTTP join (POST, memstore), 4 conns",
 	"HTTP position (GET session, memstore), 4 conns",
 	"redisstore join, 4 callers", "redisstore position, 4 callers",
+	"redisstore join, 4 callers, acknowledged by 1 replica", "redisstore position, 4 callers, with 1 replica",
 	"draw of 500 entrants (sqlitestore, sync=FULL)", "redisstore draw of 500 entrants",
 	"HTTP durable join with a webhook, endpoint answers after 1s, 4 conns",
 	"HTTP durable join with a webhook, endpoint answers 503, 4 conns",
@@ -142,8 +143,8 @@ func TestBenchWithoutRedis(t *testing.T) {
 			}
 		}
 	}
-	if n != 4 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
-		t.Errorf("%d Redis rows, want 4 reported as skipped: %s", n, bench.RedisMissing)
+	if n != 6 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
+		t.Errorf("%d Redis rows, want 6 reported as skipped: %s", n, bench.RedisMissing)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/connlimit"
+	"github.com/waitroom/waitroom/redisstore"
 	"github.com/waitroom/waitroom/server"
 )
 
@@ -55,6 +56,20 @@ var serveFlags = []serveFlag{
 		"from these seed nodes; rediss+cluster:// over TLS\n" +
 		"  The options are go-redis' URL options (dial_timeout, pool_size, …). Logs and errors never show the password.",
 		set: func(o *serveOptions, v string) error { o.cfg.StoreURL = v; return nil }},
+	{name: "redis-ack-replicas", env: "WAITROOM_REDIS_ACK_REPLICAS", def: "auto", help: "with a Redis store, how many `replicas` must have each write before it is answered,\nso that an answered write survives the loss of the primary: auto — every replica the\nprimary reports online, and at least one once any was seen (a primary cut off from its\nreplicas confirms nothing); none on a Redis that has no replicas; a number — that many;\n0 — do not wait (an answered write can be lost when a replica is promoted). A write not\nconfirmed within --redis-ack-timeout answers 503 unavailable: it may have been made, and\na client tries again with its key",
+		set: func(o *serveOptions, v string) (err error) {
+			if v == "auto" {
+				o.cfg.RedisAckReplicas = redisstore.AckAuto
+				return nil
+			}
+			o.cfg.RedisAckReplicas, err = count("--redis-ack-replicas", v, 1000, "auto, 0 or a number of replicas")
+			return err
+		}},
+	{name: "redis-ack-timeout", env: "WAITROOM_REDIS_ACK_TIMEOUT", def: "1s", help: "longest a write waits for its replicas (--redis-ack-replicas) before it answers\n503 unavailable (a Go `duration` from 1ms, shorter than the Redis read_timeout, 1.5s\nunless the store URL sets it)",
+		set: func(o *serveOptions, v string) (err error) {
+			o.cfg.RedisAckTimeout, err = duration("--redis-ack-timeout", v, time.Millisecond, time.Minute, "a duration from 1ms to 1m such as 1s")
+			return err
+		}},
 	{name: "admin-token", env: "WAITROOM_ADMIN_TOKEN", help: "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start",
 		set: func(o *serveOptions, v string) error { o.cfg.AdminToken = v; return nil }},
 	{name: "log-format", env: "WAITROOM_LOG_FORMAT", def: "text", help: "log `format` on stderr: text or json",

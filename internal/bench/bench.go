@@ -15,6 +15,9 @@
 //     server: the ceiling of this machine's HTTP stack;
 //   - redisstore against the seed's Redis command sequence at 64 and 256
 //     concurrent callers, on a redis-server the suite starts itself;
+//   - redisstore joins and position reads on a primary whose every write
+//     waits for its one replica, against the same on a Redis without
+//     replicas, at 64 callers (what acknowledged-means-replicated costs);
 //   - the draw of a scheduled room with 100,000 entrants, on the embedded
 //     store and on Redis, against writing as many rows or members bare;
 //   - HTTP durable joins into a room with a webhook whose endpoint is slow,
@@ -205,9 +208,11 @@ func Run(ctx context.Context, opt Options) (*Table, error) {
 			}
 			return nil // added size by size, so progress shows each
 		},
-		"durable":  func() []Row { return durableRows(ctx, opt, opt.Dir) },
-		"http":     func() []Row { return httpRows(ctx, opt, opt.Dir) },
-		"redis":    func() []Row { return redisRows(ctx, opt, opt.Dir) },
+		"durable": func() []Row { return durableRows(ctx, opt, opt.Dir) },
+		"http":    func() []Row { return httpRows(ctx, opt, opt.Dir) },
+		"redis": func() []Row {
+			return append(redisRows(ctx, opt, opt.Dir), ackRows(ctx, opt, opt.Dir, opt.Callers[0])...)
+		},
 		"draw":     func() []Row { return drawRows(ctx, opt, opt.Dir) },
 		"webhooks": func() []Row { return webhookRows(ctx, opt, opt.Dir) },
 	}

@@ -188,8 +188,8 @@ func positionRow(ctx context.Context, client *redis.Client, prefix string, calle
 
 // fullStore returns a redisstore whose room "r" is full (seedredis.Max active),
 // so every join waits, as the seed's room does.
-func fullStore(ctx context.Context, client *redis.Client, prefix string) (*redisstore.Store, error) {
-	s, err := redisstore.New(ctx, client, redisstore.WithPrefix(prefix))
+func fullStore(ctx context.Context, client *redis.Client, prefix string, opts ...redisstore.Option) (*redisstore.Store, error) {
+	s, err := redisstore.New(ctx, client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
@@ -259,8 +259,8 @@ type redisServer struct {
 }
 
 // startRedis runs bin on a free loopback port with nothing saved to disk,
-// and waits until it answers PING.
-func startRedis(ctx context.Context, bin, dir string) (*redisServer, error) {
+// and extra arguments, and waits until it answers PING.
+func startRedis(ctx context.Context, bin, dir string, extra ...string) (*redisServer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -269,8 +269,9 @@ func startRedis(ctx context.Context, bin, dir string) (*redisServer, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--daemonize", "no", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--logfile", "redis.log")
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--daemonize", "no", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--logfile", "redis.log"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

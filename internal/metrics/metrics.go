@@ -11,6 +11,10 @@ import (
 	"github.com/waitroom/waitroom"
 )
 
+// ackCounter is a store that counts the writes its replicas did not
+// confirm in time (redisstore.Store).
+type ackCounter interface{ AckTimeouts() uint64 }
+
 // Register subscribes to store's events and registers the waitroom metrics
 // on reg:
 //
@@ -21,6 +25,9 @@ import (
 //	waitroom_store_up                          1 if the last scrape could read the rooms
 //	waitroom_redis_rewinds_total               rooms found rewound after a failover and repaired
 //	                                           (a store with Rewinds, redisstore: this process's)
+//	waitroom_redis_ack_timeouts_total          writes a Redis store's replicas did not
+//	                                           confirm in time (each answered unavailable);
+//	                                           only for a store that counts them (redisstore)
 //
 // Counters count only this process's changes (events from other processes
 // of a shared store are skipped), so summing over instances counts each
@@ -36,6 +43,12 @@ func Register(store waitroom.Store, reg *prometheus.Registry) (stop func()) {
 			Name: "waitroom_redis_rewinds_total",
 			Help: "Rooms this process found rewound (Redis lost acknowledged writes in a failover) and whose ticket and entry counters it moved past every number it had seen, so none went out twice.",
 		}, func() float64 { return float64(r.Rewinds()) }))
+	}
+	if ac, ok := store.(ackCounter); ok {
+		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "waitroom_redis_ack_timeouts_total",
+			Help: "Writes (pipelines of them) whose Redis replicas did not confirm them within --redis-ack-timeout; each was answered 503 unavailable, though it may have been made.",
+		}, func() float64 { return float64(ac.AckTimeouts()) }))
 	}
 	reg.MustRegister(collectors...)
 	cancel := store.Subscribe(c.record)

@@ -258,3 +258,24 @@ func TestCountersHeldPlaces(t *testing.T) {
 		"waitroom_waiting{room=clinic} 0",
 	)
 }
+
+// ackStore is a store that counts unconfirmed writes, as redisstore does.
+type ackStore struct {
+	waitroom.Store
+	n uint64
+}
+
+func (s *ackStore) AckTimeouts() uint64 { return s.n }
+
+// TestAckTimeouts checks that a store counting writes its replicas did not
+// confirm is exported as waitroom_redis_ack_timeouts_total, and that a
+// store without the count has no such series.
+func TestAckTimeouts(t *testing.T) {
+	store := &ackStore{Store: memstore.New(), n: 3}
+	defer store.Close()
+	reg := prometheus.NewRegistry()
+	defer metrics.Register(store, reg)()
+	checkSeries(t, reg, "waitroom_redis_ack_timeouts_total{} 3", "waitroom_store_up{} 1")
+	store.n = 5
+	checkSeries(t, reg, "waitroom_redis_ack_timeouts_total{} 5", "waitroom_store_up{} 1")
+}
