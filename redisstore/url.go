@@ -69,14 +69,14 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
 		o.ClusterStateReloadInterval = clusterReloadInterval
 		c := redis.NewClusterClient(o)
 		watchCluster(c)
@@ -86,7 +86,7 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
@@ -99,12 +99,27 @@ const (
 	dialTimeout = time.Second
 	callTimeout = 1500 * time.Millisecond
 	callRetries = 1
+	// retryBackoff caps go-redis' pause before a retry (512 ms by
+	// default): a Cluster client tries a dead master up to four times
+	// (max_redirects 3), which with the default pauses held each call
+	// about two seconds while the master was gone, where a refusal should
+	// come back at once.
+	retryBackoff = 100 * time.Millisecond
+	// poolTimeout bounds the wait for a pooled connection (go-redis:
+	// read_timeout + 1 s) to the read timeout.
+	poolTimeout = callTimeout
 )
 
 // bound applies the per-call bounds that query does not set.
-func bound(query url.Values, dial, read, write *time.Duration, retries *int) {
+func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration) {
 	if !query.Has("dial_timeout") {
 		*dial = dialTimeout
+	}
+	if !query.Has("max_retry_backoff") {
+		*backoff = retryBackoff
+	}
+	if !query.Has("pool_timeout") {
+		*poolWait = poolTimeout
 	}
 	if !query.Has("read_timeout") {
 		*read = callTimeout
