@@ -114,6 +114,8 @@ type failoverLoad struct {
 	refused  int
 	wrong    []error // refusals that were not unavailable
 	slowest  time.Duration
+	over3s   int      // calls that took more than 3 s
+	slow     []string // the first of them
 	killedAt time.Time // of the current cycle; zero between cycles
 	back     time.Time // first success of a call begun after killedAt
 	seq      atomic.Int64
@@ -133,7 +135,14 @@ func (l *failoverLoad) join(ctx context.Context, worker int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.slowest = max(l.slowest, end.Sub(start))
+	took := end.Sub(start)
+	l.slowest = max(l.slowest, took)
+	if took > 3*time.Second && ctx.Err() == nil {
+		l.over3s++
+		if len(l.slow) < 5 {
+			l.slow = append(l.slow, fmt.Sprintf("%s at %s: %v", took.Round(time.Millisecond), start.Format("15:04:05.000"), err))
+		}
+	}
 	switch {
 	case err == nil:
 		l.acks = append(l.acks, ack{id: s.ID, ticket: s.Ticket})
@@ -143,9 +152,6 @@ func (l *failoverLoad) join(ctx context.Context, worker int) {
 	case ctx.Err() != nil:
 		// The load is over; this call says nothing.
 	case waitroom.ErrorCode(err) == waitroom.CodeUnavailable:
-		if os.Getenv("FODEBUG") != "" {
-			fmt.Printf("DEBUG %s +%v %v\n", start.Format("05.000"), end.Sub(start).Round(time.Millisecond), err)
-		}
 		l.refused++
 	default:
 		l.refused++
@@ -225,8 +231,8 @@ func runFailover(t *testing.T, url string, cycles int, kill func() (killed, name
 		toNamed = append(toNamed, named.Sub(killed))
 		toBack = append(toBack, back.Sub(killed))
 		namedToBack = append(namedToBack, back.Sub(named))
-		t.Logf("cycle %d: primary named %v after the kill; joins succeeded again %v after the kill, %v after it was named (%d joins acknowledged in the cycle so far)",
-			c, named.Sub(killed).Round(time.Millisecond), back.Sub(killed).Round(time.Millisecond),
+		t.Logf("%s cycle %d: primary named %v after the kill; joins succeeded again %v after the kill, %v after it was named (%d joins acknowledged in the cycle so far)",
+			killed.Format("15:04:05.000"), c, named.Sub(killed).Round(time.Millisecond), back.Sub(killed).Round(time.Millisecond),
 			back.Sub(named).Round(time.Millisecond), acked)
 		heal()
 	}
@@ -267,10 +273,13 @@ func runFailover(t *testing.T, url string, cycles int, kill func() (killed, name
 			}
 		}
 	}
-	t.Logf("FIGURES: %d kills, %d joins acknowledged, %d lost, %d read back with another ticket, %d tickets issued twice; %d calls refused (%d not unavailable), slowest call %v; "+
+	t.Logf("FIGURES: %d kills, %d joins acknowledged, %d lost, %d read back with another ticket, %d tickets issued twice; %d calls refused (%d not unavailable), slowest call %v, %d calls over 3 s; "+
 		"kill to new primary named %s; kill to joins succeeding again %s; named to joins succeeding again %s",
-		cycles, len(l.acks), lost, moved, twice, l.refused, len(l.wrong), l.slowest.Round(time.Millisecond),
+		cycles, len(l.acks), lost, moved, twice, l.refused, len(l.wrong), l.slowest.Round(time.Millisecond), l.over3s,
 		spread(toNamed), spread(toBack), spread(namedToBack))
+	if len(l.slow) > 0 {
+		t.Logf("calls over 3 s (the design bound; %v is the hang guard): %q", callGuard, l.slow)
+	}
 	if len(l.wrong) > 0 {
 		t.Errorf("refused calls that were not unavailable (503), first: %v", l.wrong)
 	}
