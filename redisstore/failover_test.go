@@ -114,8 +114,8 @@ type failoverLoad struct {
 	refused  int
 	wrong    []error // refusals that were not unavailable
 	slowest  time.Duration
-	over3s   int      // calls that took more than 3 s
-	slow     []string // the first of them
+	over3s   int       // calls that took more than 3 s
+	slow     []string  // the first of them
 	killedAt time.Time // of the current cycle; zero between cycles
 	back     time.Time // first success of a call begun after killedAt
 	seq      atomic.Int64
