@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -19,11 +20,14 @@ import (
 // after a second without answers, two of the three sentinels must agree,
 // and a failover that stalls is given up (and may be tried again) after
 // FailoverTimeout. Sentinel tries again against the same master only
-// after twice that, so Heal waits that long after a switch.
+// after twice that, so Heal waits that long after a switch. (With 2 s, a
+// promotion slowed by a busy machine was given up, and the sentinels then
+// turned the promoted replica back into a replica of the dead primary and
+// found no replica fit to promote for over a minute.)
 const (
 	MasterName      = "mymaster"
 	DownAfter       = time.Second
-	FailoverTimeout = 2 * time.Second
+	FailoverTimeout = 5 * time.Second
 	sentinelQuorum  = 2
 )
 
@@ -324,7 +328,11 @@ func (s *SentinelSet) logs() string {
 	var b strings.Builder
 	for _, in := range s.Sentinels {
 		log, _ := os.ReadFile(filepath.Join(in.Dir, "sentinel.log"))
-		fmt.Fprintf(&b, "--- sentinel %s\n%s\n", in.Addr, tail(log, 1500))
+		t := tail(log, 4000)
+		if i := bytes.IndexByte(t, '\n'); i >= 0 && len(t) < len(log) {
+			t = t[i+1:] // whole lines only
+		}
+		fmt.Fprintf(&b, "--- sentinel %s\n%s\n", in.Addr, t)
 	}
 	return b.String()
 }
