@@ -61,19 +61,13 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	}
 	cycles, _ := failoverCycles(t)
 	set := redistest.Sentinel(t)
+	var old *redistest.Instance
 	runFailover(t, set.URL(), cycles, func() (time.Time, time.Time) {
-		old, killed := set.KillPrimary()
+		var killed time.Time
+		old, killed = set.KillPrimary()
 		_, named := set.WaitNewPrimary(old)
 		return killed, named
-	}, func() {
-		// The killed node comes back as a replica of the new primary.
-		p := set.Primary()
-		for _, in := range set.Nodes {
-			if in != p && !in.Running() {
-				set.Heal(in)
-			}
-		}
-	})
+	}, func() { set.Heal(old) })
 }
 
 // TestClusterFailoverUnderLoad kills the master of the room's slot in a
