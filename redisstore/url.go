@@ -27,11 +27,15 @@ import (
 // the options sentinel_username and sentinel_password). Options are
 // go-redis' URL options (dial_timeout, pool_size, …).
 //
-// Unless the URL says otherwise, each call is bounded: read_timeout and
-// write_timeout 1.5s, max_retries 1, so that a Redis that hangs (a frozen
-// host, a network dropping packets) makes calls fail with unavailable in
-// about 3 seconds instead of go-redis' default of about 10; the outage
-// policy (fail closed or open) then takes over. An operation on a room
+// Unless the URL says otherwise, each call is bounded: dial_timeout 1s,
+// read_timeout and write_timeout 1.5s, max_retries 1, so that a Redis that
+// hangs (a frozen host, a network dropping packets) makes calls fail with
+// unavailable in about 3 seconds instead of go-redis' default of about 10;
+// the outage policy (fail closed or open) then takes over. A primary that
+// is gone (killed, restarting, being replaced) refuses connections, so
+// calls fail at once, until Sentinel or the Cluster names a new one; a
+// Cluster client then reloads its slot map at once (failover.go), not on
+// go-redis' 60 s schedule. An operation on a room
 // waits at most 3 seconds more for a pipeline to Redis, so it fails
 // within 6 seconds in all (pipeline.go's callBound), however many tries
 // go-redis makes. A script that runs longer than the read timeout (a
@@ -65,21 +69,24 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
-		return redis.NewClusterClient(o), nil
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
+		o.ClusterStateReloadInterval = clusterReloadInterval
+		c := redis.NewClusterClient(o)
+		watchCluster(c)
+		return c, nil
 	case "redis+sentinel", "rediss+sentinel":
 		o, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
@@ -87,12 +94,33 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 
 // Per-call bounds Open sets unless the URL gives its own; see Open.
 const (
+	// dialTimeout is short: go-redis' 5 s default held every call to a
+	// primary whose host vanished (packets dropped, not refused) that long.
+	dialTimeout = time.Second
 	callTimeout = 1500 * time.Millisecond
 	callRetries = 1
+	// retryBackoff caps go-redis' pause before a retry (512 ms by
+	// default): a Cluster client tries a dead master up to four times
+	// (max_redirects 3), which with the default pauses held each call
+	// about two seconds while the master was gone, where a refusal should
+	// come back at once.
+	retryBackoff = 100 * time.Millisecond
+	// poolTimeout bounds the wait for a pooled connection (go-redis:
+	// read_timeout + 1 s) to the read timeout.
+	poolTimeout = callTimeout
 )
 
 // bound applies the per-call bounds that query does not set.
-func bound(query url.Values, read, write *time.Duration, retries *int) {
+func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration) {
+	if !query.Has("dial_timeout") {
+		*dial = dialTimeout
+	}
+	if !query.Has("max_retry_backoff") {
+		*backoff = retryBackoff
+	}
+	if !query.Has("pool_timeout") {
+		*poolWait = poolTimeout
+	}
 	if !query.Has("read_timeout") {
 		*read = callTimeout
 	}
