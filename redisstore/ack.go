@@ -77,8 +77,8 @@ type acker struct {
 	timeouts atomic.Uint64
 
 	mu         sync.Mutex
-	online     map[string]int // auto: online replicas per primary ("" outside a Cluster)
-	seen       bool           // auto: a replica was online at some time
+	online     map[string]int  // auto: online replicas per primary ("" outside a Cluster)
+	seen       map[string]bool // auto: primaries (by address) that had a replica online at some time
 	refreshed  time.Time
 	refreshing bool
 }
@@ -236,7 +236,16 @@ func (a *acker) replicas(addr string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.online[addr]
-	if a.seen && n < 1 {
+	// The floor is per primary: a primary that had a replica and lost it
+	// (cut off, or replaced and still running: a split brain) confirms
+	// nothing. A Cluster replica just promoted is another address, with
+	// no replica until the old node comes back as one: it waits for the
+	// replicas it has, none, rather than refuse its shard's writes until
+	// then (Redis Cluster fences a cut-off master itself after
+	// cluster-node-timeout). Outside a Cluster the address is "": after a
+	// Sentinel failover the floor of one stays, and Sentinel re-points the
+	// other replicas to the new primary within a second or two.
+	if a.seen[addr] && n < 1 {
 		n = 1
 	}
 	return n
@@ -248,7 +257,7 @@ func (a *acker) anySeen() bool {
 	a.refresh(false)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.seen
+	return len(a.seen) > 0
 }
 
 // refresh reads, for auto, the primaries' online replicas in the
@@ -289,7 +298,7 @@ func (a *acker) readReplicas(ctx context.Context) {
 		a.mu.Lock()
 		a.online[addr] = n
 		if n > 0 {
-			a.seen = true
+			a.seen[addr] = true
 		}
 		a.mu.Unlock()
 		return nil

@@ -131,8 +131,9 @@ func WithShardedPubSub(on bool) Option {
 // WithAckReplicas sets how many replicas must have every write before the
 // store answers for it (ack.go): n > 0 waits for n; AckAuto (the default)
 // for every replica the primary reports online and acknowledging, and at
-// least one once any replica was seen (so a primary cut off from its
-// replicas, or replaced, confirms nothing); 0 does not wait (a write
+// least one once the primary was seen with one (so a primary cut off from
+// its replicas, or replaced, confirms nothing; a Cluster replica just
+// promoted, which has none yet, waits for none); 0 does not wait (a write
 // answered may be lost in a failover). With no replicas at all, AckAuto
 // waits for nothing. In a Cluster it counts each shard's replicas.
 func WithAckReplicas(n int) Option {

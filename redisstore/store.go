@@ -141,7 +141,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	if read := readTimeout(client); read > 0 && c.ackReplicas != 0 && c.ackTimeout >= read {
 		return nil, fmt.Errorf("redisstore: ack timeout %s must be shorter than the Redis read timeout %s (read_timeout in the URL)", c.ackTimeout, read)
 	}
-	s.ack = &acker{client: client, want: c.ackReplicas, timeout: c.ackTimeout, online: map[string]int{}}
+	s.ack = &acker{client: client, want: c.ackReplicas, timeout: c.ackTimeout, online: map[string]int{}, seen: map[string]bool{}}
 	s.ack.cluster, _ = client.(*redis.ClusterClient)
 	if c.ackReplicas == AckAuto {
 		// The first count is read now, so the first write waits as it must.
