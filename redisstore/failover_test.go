@@ -37,7 +37,7 @@ const (
 	// recoveryGuard is how long after the new primary is named joins
 	// must succeed again at the latest (a Cluster whose slot map went
 	// stale took 41-55 s; the design target is 1 s).
-	recoveryGuard = 15 * time.Second
+	recoveryGuard = 30 * time.Second
 )
 
 // failoverCycles returns the number of Sentinel and Cluster kills.

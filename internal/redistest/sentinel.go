@@ -230,8 +230,10 @@ func (s *SentinelSet) Heal(old *Instance) {
 	old.Restart()
 	// Settled, then quiet: Sentinel sometimes fails over a second time on
 	// its own right after a switch (issue 25 saw it); the set is healed
-	// once the same primary has stood for twice FailoverTimeout.
-	deadline := time.Now().Add(failoverWait)
+	// once the same primary has stood for twice FailoverTimeout. On a
+	// saturated machine the sentinels may flap for a while (they judge a
+	// busy primary down after a second): twice failoverWait, a hang guard.
+	deadline := time.Now().Add(2 * failoverWait)
 	for {
 		if err := poll(time.Until(deadline), nil, s.settled); err != nil {
 			s.t.Fatalf("redistest: the set did not heal: %v\n%s", err, s.logs())
