@@ -76,9 +76,15 @@ type acker struct {
 	// timeouts counts the pipelines whose replicas did not confirm them.
 	timeouts atomic.Uint64
 
-	mu         sync.Mutex
-	online     map[string]int  // auto: online replicas per primary ("" outside a Cluster)
-	seen       map[string]bool // auto: primaries (by address) that had a replica online at some time
+	mu     sync.Mutex
+	online map[string]int  // auto: online replicas per primary ("" outside a Cluster)
+	seen   map[string]bool // auto: primaries (by address) that had a replica online at some time
+	// unsure: auto, primaries whose count may be stale, because a call to
+	// them failed on the connection (gone, or replaced after a failover:
+	// the new primary has its own replicas, and the old count would make
+	// the first writes wait out the timeout for replicas it never had).
+	// The next write reads the count first.
+	unsure     map[string]bool
 	refreshed  time.Time
 	refreshing bool
 }
@@ -165,7 +171,7 @@ func (a *acker) exec(ctx context.Context, wait bool, what string, cmds ...redis.
 // ending with WAIT for the replicas it must have; out[idx[i]] (out[i]
 // when idx is nil) gets each command's acknowledgement.
 func (a *acker) execNode(ctx context.Context, node redis.UniversalClient, addr, what string, cmds []redis.Cmder, out ackResult, idx []int) {
-	n := a.replicas(addr)
+	n := a.replicas(ctx, node, addr)
 	pipe := node.Pipeline()
 	for _, c := range cmds {
 		_ = pipe.Process(ctx, c)
@@ -188,6 +194,12 @@ func (a *acker) execNode(ctx context.Context, node redis.UniversalClient, addr, 
 	a.timeouts.Add(1)
 	a.refresh(true)
 	var fail error
+	var reply redis.Error
+	if err != nil && !errors.As(err, &reply) {
+		// The connection failed: the primary may be gone, and the next
+		// one has replicas of its own.
+		a.setUnsure(addr)
+	}
 	if err != nil {
 		fail = waitroom.Unavailable(fmt.Errorf("WAIT: %w", err), "redisstore: "+what)
 	} else {
@@ -228,9 +240,19 @@ func cmdKey(c redis.Cmder) string {
 
 // replicas returns how many replicas a write on the primary addr waits
 // for.
-func (a *acker) replicas(addr string) int {
+func (a *acker) replicas(ctx context.Context, node redis.UniversalClient, addr string) int {
 	if a.want >= 0 {
 		return a.want
+	}
+	a.mu.Lock()
+	unsure := a.unsure[addr]
+	a.mu.Unlock()
+	if unsure {
+		// A round trip now, once, rather than a write that waits the
+		// whole timeout for a replica the primary does not have.
+		if c, ok := node.(*redis.Client); ok {
+			_ = a.readNode(ctx, c, addr)
+		}
 	}
 	a.refresh(false)
 	a.mu.Lock()
@@ -288,30 +310,49 @@ func (a *acker) refresh(soon bool) {
 // readReplicas reads every primary's online replicas (INFO replication)
 // now. A primary that does not answer keeps its last count.
 func (a *acker) readReplicas(ctx context.Context) {
-	read := func(ctx context.Context, c *redis.Client, addr string) error {
-		info, err := c.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		n := onlineReplicas(info)
-
-		a.mu.Lock()
-		a.online[addr] = n
-		if n > 0 {
-			a.seen[addr] = true
-		}
-		a.mu.Unlock()
-		return nil
-	}
 	if a.cluster != nil {
 		_ = a.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return read(ctx, c, c.Options().Addr)
+			return a.readNode(ctx, c, c.Options().Addr)
 		})
 	} else if c, ok := a.client.(*redis.Client); ok {
-		_ = read(ctx, c, "")
+		_ = a.readNode(ctx, c, "")
 	}
 	a.mu.Lock()
 	a.refreshed, a.refreshing = time.Now(), false
+	a.mu.Unlock()
+}
+
+// readNode reads the online replicas of the primary c, named addr. A
+// primary that does not answer keeps its last count and stays (or
+// becomes) unsure.
+func (a *acker) readNode(ctx context.Context, c *redis.Client, addr string) error {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		a.setUnsure(addr)
+		return err
+	}
+	n := onlineReplicas(info)
+
+	a.mu.Lock()
+	a.online[addr] = n
+	if n > 0 {
+		a.seen[addr] = true
+	}
+	delete(a.unsure, addr)
+	a.mu.Unlock()
+	return nil
+}
+
+// setUnsure marks the count of the primary addr as possibly stale.
+func (a *acker) setUnsure(addr string) {
+	if a.want != AckAuto {
+		return
+	}
+	a.mu.Lock()
+	if a.unsure == nil {
+		a.unsure = map[string]bool{}
+	}
+	a.unsure[addr] = true
 	a.mu.Unlock()
 }
 

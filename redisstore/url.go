@@ -69,14 +69,14 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
 		o.ClusterStateReloadInterval = clusterReloadInterval
 		c := redis.NewClusterClient(o)
 		watchCluster(c)
@@ -86,7 +86,7 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
@@ -108,10 +108,19 @@ const (
 	// poolTimeout bounds the wait for a pooled connection (go-redis:
 	// read_timeout + 1 s) to the read timeout.
 	poolTimeout = callTimeout
+	// dialTries is how many times go-redis' pool dials for one
+	// connection (5 by default, 100 ms apart): against a killed primary
+	// each dial for a call took 400 ms and more to fail, and twice that
+	// with the call's own retry, so calls queued behind it for seconds
+	// where a refusal should come back at once. A call still retries
+	// (max_retries), and a host that drops packets costs one dial
+	// timeout per try, not five.
+	dialTries = 1
 )
 
 // bound applies the per-call bounds that query does not set.
-func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration) {
+func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration, dialerRetries *int) {
+	*dialerRetries = dialTries
 	if !query.Has("dial_timeout") {
 		*dial = dialTimeout
 	}
