@@ -311,9 +311,30 @@ func (a *acker) refresh(soon bool) {
 // now. A primary that does not answer keeps its last count.
 func (a *acker) readReplicas(ctx context.Context) {
 	if a.cluster != nil {
+		var mu sync.Mutex
+		masters := map[string]bool{}
 		_ = a.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			masters[c.Options().Addr] = true
+			mu.Unlock()
 			return a.readNode(ctx, c, c.Options().Addr)
 		})
+		if len(masters) > 0 {
+			// A node that is no longer a master forgets it had replicas:
+			// when a failover makes it master again, its old replica is
+			// the one that died, and the floor of one would refuse its
+			// shard's writes until that node came back (the long run's
+			// second kill of a room's master, issue 25).
+			a.mu.Lock()
+			for addr := range a.seen {
+				if !masters[addr] {
+					delete(a.seen, addr)
+					delete(a.online, addr)
+					delete(a.unsure, addr)
+				}
+			}
+			a.mu.Unlock()
+		}
 	} else if c, ok := a.client.(*redis.Client); ok {
 		_ = a.readNode(ctx, c, "")
 	}

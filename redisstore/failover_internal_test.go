@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -17,16 +18,20 @@ import (
 // and a Cluster slot map reloaded every few seconds; a URL that sets its
 // own keeps it.
 func TestNewClientFailoverDefaults(t *testing.T) {
-	type opts struct{ dial, backoff, pool, reload time.Duration }
+	type opts struct {
+		dial, backoff, pool, reload time.Duration
+		dials, poolSize             int
+	}
+	size := max(10*runtime.GOMAXPROCS(0), minPoolSize)
 	for _, tc := range []struct {
 		url  string
 		want opts
 	}{
-		{"redis://h:1/0", opts{dialTimeout, retryBackoff, poolTimeout, 0}},
-		{"redis://h:1/0?dial_timeout=3s&max_retry_backoff=1s&pool_timeout=4s", opts{3 * time.Second, time.Second, 4 * time.Second, 0}},
-		{"redis+cluster://a:1,b:2", opts{dialTimeout, retryBackoff, poolTimeout, clusterReloadInterval}},
-		{"redis+cluster://a:1?pool_timeout=2s", opts{dialTimeout, retryBackoff, 2 * time.Second, clusterReloadInterval}},
-		{"redis+sentinel://a:1,b:2/m", opts{dialTimeout, retryBackoff, poolTimeout, 0}},
+		{"redis://h:1/0", opts{dialTimeout, retryBackoff, poolTimeout, 0, dialTries, size}},
+		{"redis://h:1/0?dial_timeout=3s&max_retry_backoff=1s&pool_timeout=4s&pool_size=7", opts{3 * time.Second, time.Second, 4 * time.Second, 0, dialTries, 7}},
+		{"redis+cluster://a:1,b:2", opts{dialTimeout, retryBackoff, poolTimeout, clusterReloadInterval, dialTries, size}},
+		{"redis+cluster://a:1?pool_timeout=2s", opts{dialTimeout, retryBackoff, 2 * time.Second, clusterReloadInterval, dialTries, size}},
+		{"redis+sentinel://a:1,b:2/m", opts{dialTimeout, retryBackoff, poolTimeout, 0, dialTries, size}},
 	} {
 		c, err := newClient(tc.url)
 		if err != nil {
@@ -36,10 +41,10 @@ func TestNewClientFailoverDefaults(t *testing.T) {
 		switch c := c.(type) {
 		case *redis.Client:
 			o := c.Options()
-			got = opts{o.DialTimeout, o.MaxRetryBackoff, o.PoolTimeout, 0}
+			got = opts{o.DialTimeout, o.MaxRetryBackoff, o.PoolTimeout, 0, o.DialerRetries, o.PoolSize}
 		case *redis.ClusterClient:
 			o := c.Options()
-			got = opts{o.DialTimeout, o.MaxRetryBackoff, o.PoolTimeout, o.ClusterStateReloadInterval}
+			got = opts{o.DialTimeout, o.MaxRetryBackoff, o.PoolTimeout, o.ClusterStateReloadInterval, o.DialerRetries, o.PoolSize}
 		}
 		_ = c.Close()
 		if got != tc.want {

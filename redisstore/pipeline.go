@@ -24,7 +24,7 @@ import (
 // retries a pipeline, and the handshake of each connection it dials for
 // it, so a pipeline to a frozen Redis takes up to four read timeouts, not
 // two), then the run of its join alone after the batch failed: 10 s and
-// more, where Open promises about 6.
+// more, where Open promises about 4.5.
 
 // pipeline limits.
 const (
@@ -42,7 +42,11 @@ const (
 	// fails unsent. When Redis hangs, every pipeline in flight takes its
 	// full timeout; without this bound, calls queued behind them would
 	// wait for round after round of timeouts before their own.
-	maxQueueWait = 3 * time.Second
+	// It is half the 3 s a refused call may take in all (issue 25): a
+	// call queued behind pipelines that wait out the ack timeout (1 s)
+	// for replicas of a primary just replaced still has time to be sent
+	// and answered.
+	maxQueueWait = 1500 * time.Millisecond
 )
 
 // errQueueWait fails a call that waited too long to be sent.
@@ -53,7 +57,7 @@ var errCallBound = errors.New("redisstore: Redis did not answer in time")
 
 // callBound is the longest a caller waits for a script run on client:
 // maxQueueWait to be sent, then the read timeout of each of go-redis'
-// tries (Open's defaults: 3 s + 2 × 1.5 s = 6 s). It is 0, no bound, when
+// tries (Open's defaults: 1.5 s + 2 × 1.5 s = 4.5 s). It is 0, no bound, when
 // the client's read timeout is unknown or unbounded. The run itself may
 // go on, and complete in Redis, after its caller was told it failed, as
 // after any read timeout.
@@ -105,6 +109,9 @@ type pipeliner struct {
 	// bound is callBound(client), worked out once.
 	boundOnce sync.Once
 	bound     time.Duration
+
+	// gate fails calls fast while Redis is unreachable (outage.go).
+	gate outageGate
 
 	mu      sync.Mutex
 	queue   []*scriptCall
@@ -206,6 +213,18 @@ func (p *pipeliner) runOnce() {
 	if len(runs) == 0 {
 		return
 	}
+	ok, probe := p.gate.admit(time.Now())
+	if !ok {
+		// Redis was unreachable moments ago: fail at once, rather than
+		// each call dialing it again (outage.go).
+		for _, r := range runs {
+			for _, c := range r.calls {
+				c.err = errRedisDown
+				close(c.done)
+			}
+		}
+		return
+	}
 	ctx := context.Background()
 	if len(runs) == 1 && len(runs[0].calls) == 1 {
 		// One call alone runs on its caller's context, as a plain call.
@@ -227,6 +246,7 @@ func (p *pipeliner) runOnce() {
 	}
 	// One WAIT per pipeline (per primary in a Cluster) for all its writes.
 	acks := ack.exec(ctx, wait, "room scripts", cmds...)
+	p.gate.report(time.Now(), probe, cmds)
 	var lost []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {

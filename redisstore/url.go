@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -35,9 +36,10 @@ import (
 // is gone (killed, restarting, being replaced) refuses connections, so
 // calls fail at once, until Sentinel or the Cluster names a new one; a
 // Cluster client then reloads its slot map at once (failover.go), not on
-// go-redis' 60 s schedule. An operation on a room
-// waits at most 3 seconds more for a pipeline to Redis, so it fails
-// within 6 seconds in all (pipeline.go's callBound), however many tries
+// go-redis' 60 s schedule; while Redis refuses, calls fail without
+// dialing it, one probe at a time (outage.go). An operation on a room
+// waits at most 1.5 seconds more for a pipeline to Redis, so it fails
+// within 4.5 seconds in all (pipeline.go's callBound), however many tries
 // go-redis makes. A script that runs longer than the read timeout (a
 // forced DeleteRoom of a huge room) still completes in Redis, though its
 // caller is told it failed.
@@ -69,14 +71,14 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries, &o.PoolSize)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries, &o.PoolSize)
 		o.ClusterStateReloadInterval = clusterReloadInterval
 		c := redis.NewClusterClient(o)
 		watchCluster(c)
@@ -86,7 +88,7 @@ func newClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries)
+		bound(query, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.MaxRetries, &o.MaxRetryBackoff, &o.PoolTimeout, &o.DialerRetries, &o.PoolSize)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisstore: unknown URL scheme %q (want redis, rediss, redis+cluster, redis+sentinel)", scheme)
@@ -119,8 +121,12 @@ const (
 )
 
 // bound applies the per-call bounds that query does not set.
-func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration, dialerRetries *int) {
+func bound(query url.Values, dial, read, write *time.Duration, retries *int, backoff, poolWait *time.Duration, dialerRetries, poolSize *int) {
 	*dialerRetries = dialTries
+	if !query.Has("pool_size") {
+		// go-redis' default is 10 per CPU; see minPoolSize.
+		*poolSize = max(*poolSize, 10*runtime.GOMAXPROCS(0), minPoolSize)
+	}
 	if !query.Has("dial_timeout") {
 		*dial = dialTimeout
 	}

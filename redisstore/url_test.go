@@ -132,7 +132,7 @@ func TestCallBound(t *testing.T) {
 		url  string
 		want time.Duration
 	}{
-		{"redis://h:1/0", maxQueueWait + 2*callTimeout}, // 6s, as Open documents
+		{"redis://h:1/0", maxQueueWait + 2*callTimeout}, // 4.5s, as Open documents
 		{"redis://h:1/0?read_timeout=5s&max_retries=3", maxQueueWait + 4*5*time.Second},
 		{"redis://h:1/0?max_retries=-1", maxQueueWait + callTimeout},
 		{"redis://h:1/0?read_timeout=-1", 0},
