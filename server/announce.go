@@ -35,6 +35,9 @@ func (s *Server) Announce(ctx context.Context, addr net.Addr) {
 		fmt.Fprintf(out, "waiting page: %s%s%s\n", base, web.PagePrefix, url.PathEscape(room))
 	}
 	fmt.Fprintf(out, "health:       %s/healthz %s/readyz %s/metrics\n", base, base, base)
+	if a := s.MetricsAddr(); a != nil {
+		fmt.Fprintf(out, "metrics:      http://%s/metrics (no token: keep it on a private network)\n", browsable(a))
+	}
 	if s.cfg.Demo {
 		fmt.Fprintf(out, "demo: open %s%s%s (one person per browser) or %s%s (one person per tab)\n",
 			base, web.PagePrefix, web.DemoRoom, base, web.DemoPrefix)

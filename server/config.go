@@ -113,6 +113,12 @@ type Config struct {
 	WebhookAllowPrivate bool
 	WebhookLease        time.Duration
 	WebhookBackoffMax   time.Duration
+
+	// MetricsAddr, when set, is a host:port where New listens for GET
+	// /metrics alone, without the admin token, for a scraper that has none:
+	// bind it to loopback or a private network. The main listener's
+	// /metrics always needs the token.
+	MetricsAddr string
 }
 
 // Defaults returns the configuration `waitroom serve` starts from: every

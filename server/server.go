@@ -61,6 +61,9 @@ type Server struct {
 	gate    *gatekeeper.Gate
 	reg     *prometheus.Registry
 	http    *http.Server
+	// metricsLn and metricsHTTP serve Config.MetricsAddr; nil without it.
+	metricsLn   net.Listener
+	metricsHTTP *http.Server
 
 	// closers run in Close, last added first: what was built last, on top
 	// of the rest, stops first.
@@ -80,7 +83,8 @@ type Server struct {
 	roomsMu sync.Mutex
 }
 
-// New builds a server from cfg. Nothing listens until Serve. On error,
+// New builds a server from cfg. Nothing listens until Serve, except the
+// token-free metrics listener of cfg.MetricsAddr when set. On error,
 // whatever New had started is stopped again and what it wrote to the data
 // folder is removed: a start that fails leaves nothing behind. The store
 // is opened before anything else is written there (the SQLite store is
@@ -107,6 +111,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			undo()
 		}
 	}()
+	if err := s.listenMetrics(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.openStore(ctx); err != nil {
 		return nil, err
 	}
@@ -140,6 +147,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	for _, f := range s.onShutdown {
 		s.http.RegisterOnShutdown(f)
 	}
+	s.serveMetrics()
 	// Only now: a start that fails removes a token file it wrote.
 	io.WriteString(cfg.Stdout, tokenNote)
 	return s, nil
@@ -223,6 +231,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cfg.Logger.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
 		s.http.Close()
 	}
+	if s.metricsHTTP != nil && s.metricsHTTP.Shutdown(ctx) != nil {
+		s.metricsHTTP.Close() // scrapes are short: nothing to wait for
+	}
 	return err
 }
 
@@ -234,6 +245,9 @@ func (s *Server) Close() error {
 		var errs []error
 		if s.http != nil {
 			errs = append(errs, ignoreClosed(s.http.Close()))
+		}
+		if s.metricsHTTP != nil {
+			errs = append(errs, ignoreClosed(s.metricsHTTP.Close()))
 		}
 		if s.background != nil {
 			s.background()

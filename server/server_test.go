@@ -68,7 +68,7 @@ func TestNewServesAWholeServerAndCloseStopsEverything(t *testing.T) {
 		{"GET", "/waitroom.js", 200, ""},
 		{"GET", "/.well-known/jwks.json", 200, `"keys"`},
 		{"GET", "/admin/", 200, "<html"},
-		{"GET", "/metrics", 200, "waitroom_"},
+		{"GET", "/metrics", 401, `"unauthorized"`}, // the admin's (issue 26)
 		{"GET", "/v1/nowhere", 404, `"not_found"`},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
@@ -80,6 +80,17 @@ func TestNewServesAWholeServerAndCloseStopsEverything(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
 			t.Errorf("%s %s: %d %.200q, want %d with %q", tc.method, tc.path, res.StatusCode, b, tc.status, tc.want)
+		}
+	}
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.AdminToken())
+	if res, err := c.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), "waitroom_") {
+			t.Errorf("GET /metrics with the token: %d %.200q, want 200 with the metrics", res.StatusCode, b)
 		}
 	}
 	// The admin token is generated in the data folder, mode 0600.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/memstore"
@@ -44,6 +46,7 @@ func (s *Server) openStore(ctx context.Context) error {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return fmt.Errorf("create data folder: %w", err)
 		}
+		warnOpenDataDir(cfg.Logger, cfg.DataDir)
 		path := filepath.Join(cfg.DataDir, DatabaseFile)
 		st, err := sqlitestore.Open(ctx, path)
 		if err != nil {
@@ -58,6 +61,21 @@ func (s *Server) openStore(ctx context.Context) error {
 		return nil
 	})
 	return nil
+}
+
+// warnOpenDataDir warns when other users may read or write the data
+// folder (systemd's StateDirectory= makes it 0755): the database files are
+// 0600, but a reader of the folder sees what is in it, and a writer can
+// replace any of its files.
+func warnOpenDataDir(logger *slog.Logger, dir string) {
+	fi, err := os.Stat(dir)
+	if err != nil || runtime.GOOS == "windows" { // no Unix modes there
+		return
+	}
+	if perm := fi.Mode().Perm(); perm&0o066 != 0 {
+		logger.Warn("the data folder is readable or writable by other users; its files are 0600, but restrict the folder too: chmod 700 it (under systemd, StateDirectoryMode=0700)",
+			"dir", dir, "mode", fmt.Sprintf("%04o", perm))
+	}
 }
 
 // operatorCause is err as an operator wants it: for a store that could

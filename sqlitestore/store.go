@@ -82,7 +82,10 @@ func WithSynchronous(mode string) Option { return func(o *options) { o.sync = st
 func WithClock(c waitroom.Clock) Option { return func(o *options) { o.clock = c } }
 
 // Open opens (creating if needed) the database at path, takes an exclusive
-// lock on it (path + ".lock") and restores the state it holds.
+// lock on it (path + ".lock") and restores the state it holds. The
+// database, its -wal and -shm files and the lock are mode 0600 whatever
+// the umask (an existing database is restricted to it); a folder it
+// creates is 0700.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := options{sync: "FULL", clock: waitroom.SystemClock{}}
 	for _, f := range opts {
@@ -99,9 +102,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	s := &Store{lock: lock}
+	if err := createPrivate(path); err != nil {
+		s.release()
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
 	if err := s.open(ctx, path, o); err != nil {
 		s.release()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := restrictSidecars(path); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	return s, nil
 }

@@ -163,6 +163,8 @@ func TestBadCommandLinesExitWithStatus2(t *testing.T) {
 		{"bad log format from env", []string{"serve"}, map[string]string{"WAITROOM_LOG_FORMAT": "yaml"}, `not "yaml"`},
 		{"unknown store", []string{"serve", "--store", "postgres://u:hunter2@db/x"}, nil, "--store must be empty"},
 		{"stray argument", []string{"serve", "now"}, nil, `unexpected argument "now"`},
+		{"metrics address without a port", []string{"serve", "--metrics-addr", "9090"}, nil, "--metrics-addr must be host:port"},
+		{"metrics address from env", []string{"serve"}, map[string]string{"WAITROOM_METRICS_ADDR": "localhost"}, `not "localhost"`},
 		{"version with argument", []string{"version", "--short"}, nil, "flag provided but not defined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -43,6 +44,14 @@ type serveFlag struct {
 var serveFlags = []serveFlag{
 	{name: "addr", env: "WAITROOM_ADDR", def: ":8080", help: "`address` to listen on (host:port; port 0 picks a free one)",
 		set: func(o *serveOptions, v string) error { o.addr = v; return nonEmpty("--addr", v) }},
+	{name: "metrics-addr", env: "WAITROOM_METRICS_ADDR", help: "`address` (host:port) of a second listener serving GET /metrics without the admin\ntoken, for a scraper that has none; bind it to loopback or a private network (the\nmetrics name every room). Empty: only --addr's /metrics, which needs the token",
+		set: func(o *serveOptions, v string) error {
+			o.cfg.MetricsAddr = v
+			if _, _, err := net.SplitHostPort(v); v != "" && err != nil {
+				return fmt.Errorf("--metrics-addr must be host:port such as 127.0.0.1:9090, not %q", v)
+			}
+			return nil
+		}},
 	{name: "data", env: "WAITROOM_DATA", def: "./waitroom-data", help: "`folder` for the database and the generated admin token",
 		set: func(o *serveOptions, v string) error { o.cfg.DataDir = v; return nonEmpty("--data", v) }},
 	{name: "store", env: "WAITROOM_STORE", help: "storage `backend`, one of:\n" +

@@ -217,7 +217,9 @@ func TestWebhooksSurviveKill(t *testing.T) {
 		t.Fatalf("events of %d sessions the store does not hold", phantom)
 	}
 	// The last process's own deliveries show in its metrics.
-	resp, err := http.Get(p.url + "/metrics")
+	req, _ := http.NewRequest("GET", p.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token) // the metrics are the admin's
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

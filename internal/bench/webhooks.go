@@ -122,7 +122,7 @@ func webhookRow(ctx context.Context, opt Options, path, kind string, conns int) 
 	}
 	row.Value, row.BaselineValue = s.rate(), b.rate()
 	row.CPURatio = ratio(s.perCPU(), b.perCPU())
-	delivered, failed := deliveryCounts(ctx, a.srv.addr)
+	delivered, failed := deliveryCounts(ctx, a.srv.addr, a.server.AdminToken())
 	row.Note = fmt.Sprintf("per CPU-second %s; deliverer meanwhile: %s delivered, %s failed tries",
 		Ratio(row.CPURatio), Number(delivered), Number(failed))
 	return row, nil
@@ -197,13 +197,14 @@ func redisWebhookRow(ctx context.Context, opt Options, dir string, callers int) 
 }
 
 // deliveryCounts reads the server's webhook counters from its /metrics
-// (waitroom_webhook_delivered_total and _failed_total); unreadable ones
-// are 0.
-func deliveryCounts(ctx context.Context, addr string) (delivered, failed float64) {
+// (waitroom_webhook_delivered_total and _failed_total), which needs the
+// admin token; unreadable ones are 0.
+func deliveryCounts(ctx context.Context, addr, token string) (delivered, failed float64) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, 0
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, 0

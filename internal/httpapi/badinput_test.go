@@ -309,7 +309,10 @@ func badInputs() []badInput {
 		{name: "healthz: junk query", method: "GET", path: "/healthz?%00=%FF", status: 200, ctStart: "application/json"},
 		{name: "readyz: wrong method", method: "DELETE", path: "/readyz", status: 405, code: waitroom.CodeMethodNotAllowed, allow: "GET"},
 		{name: "metrics: wrong method", method: "PUT", path: "/metrics", status: 405, code: waitroom.CodeMethodNotAllowed, allow: "GET"},
-		{name: "metrics: junk Accept", method: "GET", path: "/metrics", header: map[string]string{"Accept": "\xff;q=nan, */*"}, status: 200, ctStart: "text/plain"},
+		{name: "metrics: junk Accept", method: "GET", path: "/metrics", header: map[string]string{"Accept": "\xff;q=nan, */*", "Authorization": admin["Authorization"]}, status: 200, ctStart: "text/plain"},
+		{name: "metrics: no token", method: "GET", path: "/metrics", status: 401, code: waitroom.CodeUnauthorized},
+		{name: "metrics: wrong token", method: "GET", path: "/metrics", header: wrongTok, status: 401, code: waitroom.CodeUnauthorized},
+		{name: "metrics: token in the query is no token", method: "GET", path: "/metrics?token=" + adminToken, status: 401, code: waitroom.CodeUnauthorized},
 
 		// Unknown paths and methods
 		{name: "unknown path", method: "GET", path: "/v2/rooms", status: 404, code: waitroom.CodeNotFound},

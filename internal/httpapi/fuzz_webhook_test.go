@@ -18,7 +18,8 @@ func FuzzWebhookBody(f *testing.F) {
 		`{"url":"https://example.com/","events":["session.ended","session.ended"]}`, `{"url":"https://example.com/","events":[]}`,
 		`{"url":"https://example.com/","events":["*"],"secret":"whsec_AAAA"}`, `{"url":"https://[::1]/","events":["*"]}`,
 		`{"url":"https://example.com/","events":["*"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, `{"url":"https://a\u0000b/","events":["*"]}`,
-		`{"url":"https://example.com/","events":"*"}`, `[]`, "\xff", `{"url":"https://0x7f.1/","events":["*"]}`} {
+		`{"url":"https://example.com/","events":"*"}`, `[]`, "\xff", `{"url":"https://0x7f.1/","events":["*"]}`,
+		`{"url":"http://[::1%25lo]:8080/x","events":["*"]}`, `{"url":"http://[64:ff9b::7f00:1]/","events":["*"]}`} {
 		f.Add([]byte(s))
 	}
 	e := newEnv(f)

@@ -38,8 +38,8 @@ type Config struct {
 	Clock waitroom.Clock
 	// Logger receives internal errors and recovered panics; nil discards them.
 	Logger *slog.Logger
-	// Registry receives the request metrics and is served at /metrics; nil
-	// means a new private registry.
+	// Registry receives the request metrics and is served at /metrics to
+	// the admin (token or console); nil means a new private registry.
 	Registry *prometheus.Registry
 	// Hub pushes session updates to event streams (SSE and WebSocket); the
 	// server closes it on shutdown, which ends every stream. nil serves no

@@ -22,7 +22,14 @@ func TestMetricsExposed(t *testing.T) {
 	e.must(http.StatusNotFound, noAuth, "GET", "/no/such/route", "")
 	e.must(http.StatusMethodNotAllowed, noAuth, "BREW", "/v1/rooms/r", "")
 
-	ans := e.must(http.StatusOK, noAuth, "GET", "/metrics", "")
+	// Issue 26: the metrics name every room, so they are the admin's.
+	for _, auth := range []auth{noAuth, wrongToken} {
+		ans := e.must(http.StatusUnauthorized, auth, "GET", "/metrics", "")
+		if ae, err := errorShape(ans.header, ans.body); err != nil || ae.Error.Code != waitroom.CodeUnauthorized || strings.Contains(string(ans.body), "waitroom_") {
+			t.Fatalf("/metrics without the token: %s (%v), want 401 unauthorized and no metric", ans.body, err)
+		}
+	}
+	ans := e.must(http.StatusOK, withAdmin, "GET", "/metrics", "")
 	text := string(ans.body)
 	for _, want := range []string{
 		`waitroom_http_request_duration_seconds_count{code="201",method="PUT",route="PUT /v1/rooms/{room}"} 1`,
@@ -34,16 +41,16 @@ func TestMetricsExposed(t *testing.T) {
 			t.Errorf("/metrics lacks %s; got:\n%s", want, text)
 		}
 	}
-	if n := seriesCount(t, e.reg, "waitroom_http_request_duration_seconds"); n != 5 {
-		t.Errorf("request histogram series (4 requests and the scrape): got %d, want 5", n)
+	if n := seriesCount(t, e.reg, "waitroom_http_request_duration_seconds"); n != 6 {
+		t.Errorf("request histogram series (4 requests, the refused scrapes and the scrape): got %d, want 6", n)
 	}
 
 	// A second handler on the same registry shares the histogram rather than
 	// failing to register.
 	h2 := httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, Registry: e.reg, Admit: admission(t, e.store, e.clock, nil)}))
 	serve(h2, "GET", "/healthz", "", "")
-	if n := seriesCount(t, e.reg, "waitroom_http_request_duration_seconds"); n != 6 {
-		t.Errorf("series after a second handler served /healthz: got %d, want 6", n)
+	if n := seriesCount(t, e.reg, "waitroom_http_request_duration_seconds"); n != 7 {
+		t.Errorf("series after a second handler served /healthz: got %d, want 7", n)
 	}
 }
 

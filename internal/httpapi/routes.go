@@ -1,5 +1,7 @@
 package httpapi
 
+import "net/http"
+
 // routes registers every endpoint. This is the one place that lists the API.
 func (s *server) routes() {
 	m := s.mux
@@ -51,6 +53,12 @@ func (s *server) routes() {
 	// Operations.
 	m.Handle("GET /healthz", s.api(s.healthz))
 	m.Handle("GET /readyz", s.api(s.readyz))
-	m.Handle("GET /metrics", s.metrics)
+	// The metrics name every room, invite-only and unannounced ones
+	// included, with live counts: admin only. A scraper without the token
+	// uses serve --metrics-addr, a listener of its own.
+	m.Handle("GET /metrics", s.adminOnly(func(w http.ResponseWriter, r *http.Request) error {
+		s.metrics.ServeHTTP(w, r)
+		return nil
+	}))
 	m.HandleFunc("GET /v1/openapi.json", s.openapiJSON)
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,5 +261,37 @@ func TestSlowEndpointDoesNotStarveOthers(t *testing.T) {
 	}
 	if got, _, _ := slow.snapshot(); len(got) > 4 {
 		t.Fatalf("the slow endpoint finished %d tries while the fast got 20: more than its 2 workers could", len(got))
+	}
+}
+
+// TestZonedTargetRefusedWhenDialled is issue 26's SSRF: a URL with an
+// IPv6 zone, http://[::1%25lo]:PORT/ (stored directly: the API refuses it
+// now), passed the private-address check, and deliveries reached a
+// listener on [::1]. Now the try fails on the zone and the listener gets
+// nothing.
+func TestZonedTargetRefusedWhenDialled(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(204)
+	}))
+	srv.Listener.Close()
+	srv.Listener = listen6(t)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	url := "http://[::1%25" + loopbackName(t) + "]:" + strconv.Itoa(port) + "/x"
+	st, ctx := setup(t, url)
+	run(t, webhook.Options{Store: st, Poll: 10 * time.Millisecond, Backoff: func(int) time.Duration { return time.Hour }})
+	st.Join(ctx, "r", "", time.Now())
+	waitFor(t, "a try", func() bool {
+		s, _ := st.HookStats(ctx, "r")
+		return s["a"].Failed >= 1 || s["a"].Delivered >= 1 || hits.Load() > 0
+	})
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the listener on [::1] got %d requests from %s, want none", n, url)
+	}
+	if s, _ := st.HookStats(ctx, "r"); !strings.Contains(s["a"].LastError, "zone") {
+		t.Fatalf("last error %q, want the zone refusal", s["a"].LastError)
 	}
 }
