@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -173,5 +174,44 @@ func TestHeadroom(t *testing.T) {
 	request(t, addr, "127.0.0.4").want(t, ".4's first, over the cap", 503, "unavailable")
 	if l.Refused() != 2 || l.RefusedPerAddress() != 0 {
 		t.Errorf("refused %d globally and %d per address, want 2 and 0", l.Refused(), l.RefusedPerAddress())
+	}
+}
+
+// TestUnixPeersNotCappedPerAddress: peers without an IP address (a Unix
+// socket) cannot be told apart, so the per-address cap leaves them to the
+// global one.
+func TestUnixPeersNotCappedPerAddress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	raw, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Limit(raw, Limits{Max: 10, PerAddress: 1})
+	defer l.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for i := range 3 {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		select {
+		case sc := <-accepted:
+			defer sc.Close()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d not accepted within 10s (refused per address %d)", i+1, l.RefusedPerAddress())
+		}
+	}
+	if l.Open() != 3 || l.RefusedPerAddress() != 0 {
+		t.Errorf("open %d, refused per address %d; want 3 and 0", l.Open(), l.RefusedPerAddress())
 	}
 }

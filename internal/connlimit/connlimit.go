@@ -100,8 +100,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) admit(c net.Conn) net.Conn {
 	cc := &conn{Conn: c, l: l}
 	if l.addrs != nil {
+		// A peer without an IP address (a Unix socket) cannot be told
+		// apart from the others: it is not capped per address.
 		a := peerAddr(c)
-		if l.exempt == nil || !l.exempt(a) {
+		if a.IsValid() && (l.exempt == nil || !l.exempt(a)) {
 			cc.key, cc.capped = Key(a), true
 		}
 	}

@@ -55,17 +55,24 @@ func newStreamCaps(cfg Config) *streamCaps {
 	return c
 }
 
-// streamHold is what one open stream holds of the caps, given back once.
+// streamHold is what one open stream holds of the caps, given back once:
+// a zero field holds nothing.
 type streamHold struct {
 	session string
 	addr    netip.Prefix
 }
 
 // takeAddress counts a stream for the client address of r, or refuses it
-// (429 rate_limited) when that address holds its cap.
+// (429 rate_limited) when that address holds its cap. A request without
+// an IP address (over a Unix socket) cannot be told apart from the others
+// and is not counted per address.
 func (c *streamCaps) takeAddress(r *http.Request, h *streamHold) error {
-	h.addr = connlimit.Key(c.proxies.Client(r))
-	if c.addrs.Take(h.addr) {
+	key := connlimit.Key(c.proxies.Client(r))
+	if !key.IsValid() {
+		return nil
+	}
+	if c.addrs.Take(key) {
+		h.addr = key
 		return nil
 	}
 	c.refusals.WithLabelValues(refusedPerAddress).Inc()
@@ -74,14 +81,15 @@ func (c *streamCaps) takeAddress(r *http.Request, h *streamHold) error {
 }
 
 // takeSession counts a stream for the session, or refuses it (429
-// rate_limited) when the session holds its cap; either way it releases
-// the address on refusal.
+// rate_limited) when the session holds its cap, giving back what h holds.
 func (c *streamCaps) takeSession(room, id string, h *streamHold) error {
-	h.session = room + "\x00" + id
-	if c.sessions.Take(h.session) {
+	key := room + "\x00" + id
+	if c.sessions.Take(key) {
+		h.session = key
 		return nil
 	}
-	c.addrs.Give(h.addr)
+	c.give(*h)
+	*h = streamHold{}
 	c.refusals.WithLabelValues(refusedPerSession).Inc()
 	return &limit.RetryError{After: streamRetry, Err: waitroom.Errorf(waitroom.CodeRateLimited,
 		"This session has as many live streams open as one session may (%d); close another tab's, or poll the session (GET …/sessions/{id}).", c.sessions.Max())}
@@ -89,8 +97,12 @@ func (c *streamCaps) takeSession(room, id string, h *streamHold) error {
 
 // give releases what h holds.
 func (c *streamCaps) give(h streamHold) {
-	c.sessions.Give(h.session)
-	c.addrs.Give(h.addr)
+	if h.session != "" {
+		c.sessions.Give(h.session)
+	}
+	if h.addr.IsValid() {
+		c.addrs.Give(h.addr)
+	}
 }
 
 // refusedGlobally counts a stream refused for the process's total.
