@@ -122,6 +122,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
 		Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
+		MaxStreamsPerSession: cfg.MaxStreamsPerSession, MaxStreamsPerAddress: cfg.streamsPerAddress(), TrustedProxies: proxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,

@@ -73,6 +73,21 @@ type Config struct {
 	// streams may take all but a fiftieth of them (at least 32 are kept for
 	// short requests).
 	MaxConnections int
+	// MaxConnectionsPerAddress caps the connections one client address
+	// holds at once: the TCP peer, IPv4 whole, IPv6 by /64; a trusted proxy
+	// (TrustedProxies), which carries everyone's connections, is not capped
+	// per address. AutoCap: a tenth of MaxConnections, at least 16 (no cap
+	// when MaxConnections is 0). 0: no cap.
+	MaxConnectionsPerAddress int
+	// MaxStreamsPerAddress caps the live streams (SSE and WebSocket) of one
+	// client address, as TrustedProxies name it. AutoCap: three quarters of
+	// the per-address connection cap (of its auto value when that cap is
+	// off), so an address at its stream cap still has connections for
+	// joins and polls. 0: no cap.
+	MaxStreamsPerAddress int
+	// MaxStreamsPerSession caps the live streams of one session (its tabs
+	// and devices); 0: no cap.
+	MaxStreamsPerSession int
 
 	// PushRefresh is the longest a live page away from the front goes
 	// without a fresh position; PushFront how many people at the front are
@@ -126,17 +141,20 @@ type Config struct {
 func Defaults() Config { return defaults }
 
 var defaults = Config{
-	RedisAckReplicas:   redisstore.AckAuto,
-	RedisAckTimeout:    redisstore.DefaultAckTimeout,
-	FailOpenAfter:      10 * time.Second,
-	PushRefresh:        5 * time.Second,
-	PushFront:          100,
-	JoinsPerMinute:     120,
-	MaxSessionsPerRoom: 2_000_000,
-	Room:               waitroom.DefaultRoom,
-	PassAlg:            gate.AlgEdDSA,
-	WebhookLease:       30 * time.Second,
-	WebhookBackoffMax:  time.Hour,
+	RedisAckReplicas:         redisstore.AckAuto,
+	RedisAckTimeout:          redisstore.DefaultAckTimeout,
+	FailOpenAfter:            10 * time.Second,
+	PushRefresh:              5 * time.Second,
+	PushFront:                100,
+	JoinsPerMinute:           120,
+	MaxSessionsPerRoom:       2_000_000,
+	MaxConnectionsPerAddress: AutoCap,
+	MaxStreamsPerAddress:     AutoCap,
+	MaxStreamsPerSession:     DefaultMaxStreamsPerSession,
+	Room:                     waitroom.DefaultRoom,
+	PassAlg:                  gate.AlgEdDSA,
+	WebhookLease:             30 * time.Second,
+	WebhookBackoffMax:        time.Hour,
 }
 
 // withDefaults returns c with the zero fields that have a default set.
@@ -190,6 +208,12 @@ func (c Config) Check() error {
 		return fmt.Errorf("--fail-open-after must be a positive duration such as 10s, not %s", c.FailOpenAfter)
 	case c.MaxConnections < 0 || c.MaxConnections > 100_000_000:
 		return fmt.Errorf("--max-connections must be auto, 0 or a whole number of connections, not %d", c.MaxConnections)
+	case c.MaxConnectionsPerAddress < AutoCap || c.MaxConnectionsPerAddress > 100_000_000:
+		return fmt.Errorf("--max-connections-per-address must be auto, 0 or a whole number of connections, not %d", c.MaxConnectionsPerAddress)
+	case c.MaxStreamsPerAddress < AutoCap || c.MaxStreamsPerAddress > 100_000_000:
+		return fmt.Errorf("--max-streams-per-address must be auto, 0 or a whole number of streams, not %d", c.MaxStreamsPerAddress)
+	case c.MaxStreamsPerSession < 0 || c.MaxStreamsPerSession > 1_000_000:
+		return fmt.Errorf("--max-streams-per-session must be 0 or a whole number of streams, not %d", c.MaxStreamsPerSession)
 	case c.PushRefresh < 100*time.Millisecond || c.PushRefresh > time.Hour:
 		return fmt.Errorf("--push-refresh must be a duration from 100ms to 1h such as 5s, not %s", c.PushRefresh)
 	case c.PushFront < 1 || c.PushFront > 1_000_000:

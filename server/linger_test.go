@@ -22,6 +22,7 @@ func serveForTest(t *testing.T, maxConns int) string {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.MaxConnections = maxConns
+	cfg.MaxConnectionsPerAddress = 0 // every client here is 127.0.0.1: the global cap is tested
 	srv, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

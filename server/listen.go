@@ -10,26 +10,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/connguard"
 	"github.com/waitroom/waitroom/internal/connlimit"
 )
 
-// guard wraps ln as serve does: the connection cap (refusals counted in
-// the metrics), then, outermost so that the server's ConnState sees the
-// guarded connections, the check of every request head before net/http
-// reads it.
+// guard wraps ln as serve does: the connection caps, global and per
+// address (refusals counted in the metrics), then, outermost so that the
+// server's ConnState sees the guarded connections, the check of every
+// request head before net/http reads it.
 func (s *Server) guard(ln net.Listener) (net.Listener, error) {
-	if n := s.cfg.MaxConnections; n > 0 {
-		capped := connlimit.New(ln, n)
+	n, per := s.cfg.MaxConnections, s.cfg.connectionsPerAddress()
+	if n > 0 || per > 0 {
+		proxies, _ := clientaddr.FromPrefixes(s.cfg.TrustedProxies) // checked by Config.Check
+		capped := connlimit.Limit(ln, connlimit.Limits{Max: n, PerAddress: per, Exempt: proxies.Contains})
 		ln = capped
-		refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "waitroom_connections_refused_total",
-			Help: "Connections answered 503 and closed because --max-connections were open.",
-		}, func() float64 { return float64(capped.Refused()) })
-		if err := s.reg.Register(refused); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
-			return nil, fmt.Errorf("register connection metrics: %w", err)
+		const name, help = "waitroom_connections_refused_total",
+			"Connections answered and closed by reason: global (503, --max-connections were open) or per_address (429, the address held --max-connections-per-address)."
+		for reason, count := range map[string]func() int64{"global": capped.Refused, "per_address": capped.RefusedPerAddress} {
+			refused := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"reason": reason}},
+				func() float64 { return float64(count()) })
+			if err := s.reg.Register(refused); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+				return nil, fmt.Errorf("register connection metrics: %w", err)
+			}
 		}
-		s.cfg.Logger.Info("connections capped", "max", n)
+		s.cfg.Logger.Info("connections capped", "max", n, "per_address", per)
 	}
 	return connguard.Guard(s.http, ln), nil
 }

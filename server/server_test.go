@@ -197,6 +197,9 @@ func TestConfigCheck(t *testing.T) {
 		{"bad room", func(c *Config) { c.Room = "Bad Room" }, "--room"},
 		{"bad upstream", func(c *Config) { c.Upstream = up }, "--upstream"},
 		{"a trusted prefix", func(c *Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")} }, ""},
+		{"per-address connections below auto", func(c *Config) { c.MaxConnectionsPerAddress = -2 }, "--max-connections-per-address"},
+		{"per-address streams below auto", func(c *Config) { c.MaxStreamsPerAddress = -2 }, "--max-streams-per-address"},
+		{"negative per-session streams", func(c *Config) { c.MaxStreamsPerSession = -1 }, "--max-streams-per-session"},
 		{"zero values take defaults", func(c *Config) { *c = Config{DataDir: "x"} }, ""},
 	} {
 		cfg := testConfig(t)

@@ -209,9 +209,9 @@ var (
 )
 
 // noJoinLimitFlags returns the serve flags that turn off the per-address
-// join limit, when the binary has one: the load tests send hundreds of
-// joins a second from one address, which is what that limit is there to
-// refuse. The flag is found in `serve --help` (a flag whose name mentions
+// join limit and caps, when the binary has them: the load tests send
+// hundreds of joins a second from one address, which is what that limit is
+// there to refuse. The flag is found in `serve --help` (a flag whose name mentions
 // "join" and "limit", "rate" or "minute"), so these tests need no change
 // when it is renamed. Keyed joins (with the admin token) are never
 // limited; keyless ones from one address are.
@@ -221,6 +221,11 @@ func noJoinLimitFlags(bin string) []string {
 		for _, m := range helpFlagRE.FindAllStringSubmatch(string(out), -1) {
 			name := m[1]
 			if strings.Contains(name, "join") && (strings.Contains(name, "limit") || strings.Contains(name, "rate") || strings.Contains(name, "minute")) {
+				limitFlags = append(limitFlags, "--"+name+"=0")
+			}
+			// The per-address caps on streams and connections too: the
+			// whole crowd comes from a few loopback addresses.
+			if strings.HasSuffix(name, "-per-address") {
 				limitFlags = append(limitFlags, "--"+name+"=0")
 			}
 		}

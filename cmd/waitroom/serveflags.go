@@ -113,6 +113,29 @@ var serveFlags = []serveFlag{
 			o.cfg.MaxConnections, err = count("--max-connections", v, 100_000_000, "auto, 0 or a whole number of connections")
 			return err
 		}},
+	{name: "max-connections-per-address", env: "WAITROOM_MAX_CONNECTIONS_PER_ADDRESS", def: "auto", help: "most `connections` one client address holds at once (the TCP peer, IPv6 per /64;\n--trusted-proxies are not capped per address); over it a new one is answered 429\nrate_limited and closed; auto: a tenth of --max-connections, at least 16; 0: no cap",
+		set: func(o *serveOptions, v string) (err error) {
+			if v == "auto" {
+				o.cfg.MaxConnectionsPerAddress = server.AutoCap
+				return nil
+			}
+			o.cfg.MaxConnectionsPerAddress, err = count("--max-connections-per-address", v, 100_000_000, "auto, 0 or a whole number of connections")
+			return err
+		}},
+	{name: "max-streams-per-address", env: "WAITROOM_MAX_STREAMS_PER_ADDRESS", def: "auto", help: "most live `streams` (SSE and WebSocket) one client address holds (IPv6 per /64,\nas --trusted-proxies name it); over it a stream answers 429 rate_limited; auto: three\nquarters of --max-connections-per-address; 0: no cap",
+		set: func(o *serveOptions, v string) (err error) {
+			if v == "auto" {
+				o.cfg.MaxStreamsPerAddress = server.AutoCap
+				return nil
+			}
+			o.cfg.MaxStreamsPerAddress, err = count("--max-streams-per-address", v, 100_000_000, "auto, 0 or a whole number of streams")
+			return err
+		}},
+	{name: "max-streams-per-session", env: "WAITROOM_MAX_STREAMS_PER_SESSION", def: "4", help: "most live `streams` one session holds (its tabs and devices); over it a stream\nanswers 429 rate_limited and the page polls instead; 0: no cap",
+		set: func(o *serveOptions, v string) (err error) {
+			o.cfg.MaxStreamsPerSession, err = count("--max-streams-per-session", v, 1_000_000, "0 or a whole number of streams")
+			return err
+		}},
 	{name: "push-refresh", env: "WAITROOM_PUSH_REFRESH", def: "5s", help: "longest a live page away from the front of the line goes without a fresh\nposition and ETA (a Go `duration`; see the README's \"Live updates\")",
 		set: func(o *serveOptions, v string) (err error) {
 			o.cfg.PushRefresh, err = duration("--push-refresh", v, 100*time.Millisecond, time.Hour, "a duration from 100ms to 1h such as 5s")

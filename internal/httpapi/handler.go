@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/admit"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/push"
 	"github.com/waitroom/waitroom/internal/roomstats"
@@ -54,6 +55,16 @@ type Config struct {
 	// unavailable, so that short requests (joins, leaves, polls) still find
 	// connections when streams hold nearly all a process can have.
 	MaxStreams int
+	// MaxStreamsPerSession and MaxStreamsPerAddress, when positive, are
+	// the most session streams one session, and one client address (IPv4
+	// whole, IPv6 by /64, as TrustedProxies name it), holds open at once;
+	// over either a new stream is refused with 429 rate_limited, so that
+	// one client cannot take the streams everyone shares.
+	MaxStreamsPerSession int
+	MaxStreamsPerAddress int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// address MaxStreamsPerAddress counts by.
+	TrustedProxies clientaddr.Trusted
 	// StreamHeartbeat is how often an idle event stream gets a keep-alive
 	// (an SSE comment or a WebSocket ping); default 15s.
 	StreamHeartbeat time.Duration
@@ -126,6 +137,9 @@ type server struct {
 	maxStreams int64
 	obsMu      sync.Mutex
 	observers  atomic.Pointer[map[obsKey]prometheus.Observer]
+
+	// caps counts streams per session and per client address.
+	caps *streamCaps
 }
 
 // NewHandler returns the handler of the whole API. It panics if cfg.Store or
@@ -173,6 +187,7 @@ func NewHandler(cfg Config) http.Handler {
 		durations: requestDurations(cfg.Registry, cfg.Logger),
 	}
 	openStreams(cfg.Registry, cfg.Logger, &s.streams)
+	s.caps = newStreamCaps(cfg)
 	s.routes()
 	return s
 }

@@ -33,6 +33,7 @@ type stream struct {
 	watch    *push.Watch
 	presence time.Duration
 	closed   bool
+	hold     streamHold // what it holds of the per-session and per-address caps
 }
 
 // openStream validates the request and reads the session (which counts as
@@ -49,17 +50,28 @@ func (s *server) openStream(r *http.Request, notify func()) (*stream, waitroom.S
 			"This server serves no live streams; poll the session (GET …/sessions/{id}).")
 	}
 	if s.maxStreams > 0 && s.streams.Load() >= s.maxStreams {
+		s.caps.refusedGlobally()
 		return nil, waitroom.Session{}, waitroom.Errorf(waitroom.CodeUnavailable,
 			"This server holds as many live streams as it can; poll the session (GET …/sessions/{id}) or try again shortly.")
+	}
+	// The address is counted before the store is read, so a client at its
+	// cap costs no store read; the session once it is known to exist.
+	var hold streamHold
+	if err := s.caps.takeAddress(r, &hold); err != nil {
+		return nil, waitroom.Session{}, err
 	}
 	id := r.PathValue("id")
 	now := s.now()
 	cur, err := s.store.Session(r.Context(), room, id, now)
 	if err != nil {
+		s.caps.give(hold)
+		return nil, waitroom.Session{}, err
+	}
+	if err := s.caps.takeSession(room, id, &hold); err != nil {
 		return nil, waitroom.Session{}, err
 	}
 	s.complete(&cur, now)
-	st := &stream{s: s, room: room, id: id, presence: maxPresenceTick}
+	st := &stream{s: s, room: room, id: id, presence: maxPresenceTick, hold: hold}
 	s.streams.Add(1)
 	if s.presence > 0 {
 		st.presence = s.presence
@@ -95,6 +107,7 @@ func (st *stream) close(clientGone bool, last waitroom.Session) {
 	}
 	st.closed = true
 	defer st.s.streams.Add(-1) // after Away: the stream is done
+	defer st.s.caps.give(st.hold)
 	if st.watch != nil {
 		st.watch.Stop()
 	}
