@@ -94,10 +94,13 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	joins := &limit.Joins{Rate: limit.NewLimiter(cfg.JoinsPerMinute, cfg.JoinsPerMinute, 0), Proxies: proxies,
 		MaxSessionsPerRoom: cfg.MaxSessionsPerRoom, Rooms: rooms, Memory: limit.NewMemoryGuard(cfg.MemoryLimit, nil)}
 	adm := admit.New(admit.Config{Store: store, Door: dr, Joins: joins})
+	// Under an https public URL every cookie (pass, waiting page, console)
+	// is Secure, whatever a request looks like on its way here.
+	secure := cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https"
 	gt, err := gatekeeper.New(gatekeeper.Config{
 		Store: store, Rooms: rooms, Keys: keys, Clock: clock, Logger: logger,
 		PublicURL: cfg.publicURL(), TrustedProxies: proxies,
-		Secure: cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https",
+		Secure: secure,
 		ETA:    estimator.Fill, Admit: adm, FailOpen: monitor.FailOpen,
 	})
 	if err != nil {
@@ -118,14 +121,14 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	// wait for them.
 	s.onShutdown = append(s.onShutdown, hub.Close)
 
-	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Logger: logger})
+	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Secure: secure, Logger: logger})
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
 		Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
-		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil}
+		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil, Secure: secure}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return nil, fmt.Errorf("--templates: %w", err)
