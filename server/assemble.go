@@ -128,7 +128,8 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
-		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil, Secure: secure}
+		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil, Secure: secure,
+		PublicURL: cfg.publicURL()}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return nil, fmt.Errorf("--templates: %w", err)
