@@ -122,9 +122,15 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	s.onShutdown = append(s.onShutdown, hub.Close)
 
 	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Secure: secure, Logger: logger})
+	var consoleAuth httpapi.Authorizer = cons
+	consoleHandler := cons.Handler()
+	if cfg.ConsoleHost != "" {
+		consoleAuth = hostAuthorizer{host: cfg.ConsoleHost, next: cons}
+		consoleHandler = consoleOnHost(cfg.ConsoleHost, consoleHandler)
+	}
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
-		Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
+		Stats: stats, Console: consoleAuth, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
@@ -138,8 +144,8 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	for _, prefix := range web.Prefixes(webCfg) {
 		mux.Handle(prefix, pages)
 	}
-	mux.Handle(console.Prefix, cons.Handler())
-	mux.Handle(console.Path, cons.Handler()) // its own 301, not the mux's 307
+	mux.Handle(console.Prefix, consoleHandler)
+	mux.Handle(console.Path, consoleHandler) // its own 301, not the mux's 307
 	gh := gt.Handler()
 	mux.Handle(gatekeeper.Prefix, gh)
 	mux.Handle(gatekeeper.JWKSPath, gh)
