@@ -311,7 +311,7 @@ func stripIdentity(h http.Header) {
 // app goes through it.
 func gateHeader(k string) bool {
 	const ns = "waitroom-"
-	if len(k) > 2 && (k[0]|0x20) == 'x' && (k[1] == '-' || k[1] == '_') {
+	if len(k) > 2 && (k[0] == 'x' || k[0] == 'X') && (k[1] == '-' || k[1] == '_') {
 		k = k[2:]
 	}
 	if len(k) < len(ns) {
@@ -319,10 +319,13 @@ func gateHeader(k string) bool {
 	}
 	for i := 0; i < len(ns); i++ {
 		c := k[i]
-		if c == '_' {
+		switch {
+		case c == '_':
 			c = '-'
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
 		}
-		if c|0x20 != ns[i] {
+		if c != ns[i] {
 			return false
 		}
 	}
