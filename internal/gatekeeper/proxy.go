@@ -424,8 +424,8 @@ func (b *bypass) match(p string) bool {
 const consoleCookie = "waitroom_console"
 
 // sessionCookiePrefix starts the waiting page's session cookies,
-// waitroom-sid-<room> (admit.CookieName).
-const sessionCookiePrefix = "waitroom-sid-"
+// admit.CookieName(room).
+var sessionCookiePrefix = admit.CookieName("")
 
 // privateCookie reports whether a cookie the visitor sent is waitroom's
 // alone, never the app's to read: the console's sign-in (with it, a script
