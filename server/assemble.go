@@ -176,6 +176,9 @@ func (s *Server) protect(ctx context.Context, mux *http.ServeMux, api http.Handl
 	}
 	mux.Handle("/", proxy)
 	cfg.Logger.Info("protecting an app", "upstream", cfg.Upstream.Redacted(), "room", cfg.Room, "bypass", cfg.Bypass)
+	if cfg.ConsoleHost == "" {
+		cfg.Logger.Warn("the operator console at /admin/ shares the protected app's origin, where the app's scripts could use an operator's sign-in; give it a host of its own with --console-host")
+	}
 	return nil
 }
 
