@@ -94,10 +94,13 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	joins := &limit.Joins{Rate: limit.NewLimiter(cfg.JoinsPerMinute, cfg.JoinsPerMinute, 0), Proxies: proxies,
 		MaxSessionsPerRoom: cfg.MaxSessionsPerRoom, Rooms: rooms, Memory: limit.NewMemoryGuard(cfg.MemoryLimit, nil)}
 	adm := admit.New(admit.Config{Store: store, Door: dr, Joins: joins})
+	// Under an https public URL every cookie (pass, waiting page, console)
+	// is Secure, whatever a request looks like on its way here.
+	secure := cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https"
 	gt, err := gatekeeper.New(gatekeeper.Config{
 		Store: store, Rooms: rooms, Keys: keys, Clock: clock, Logger: logger,
 		PublicURL: cfg.publicURL(), TrustedProxies: proxies,
-		Secure: cfg.PublicURL != nil && cfg.PublicURL.Scheme == "https",
+		Secure: secure,
 		ETA:    estimator.Fill, Admit: adm, FailOpen: monitor.FailOpen,
 	})
 	if err != nil {
@@ -118,15 +121,22 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	// wait for them.
 	s.onShutdown = append(s.onShutdown, hub.Close)
 
-	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Logger: logger})
+	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Secure: secure, Logger: logger})
+	var consoleAuth httpapi.Authorizer = cons
+	consoleHandler := cons.Handler()
+	if cfg.ConsoleHost != "" {
+		consoleAuth = hostAuthorizer{host: cfg.ConsoleHost, next: cons}
+		consoleHandler = consoleOnHost(cfg.ConsoleHost, consoleHandler)
+	}
 	api := httpapi.NewHandler(httpapi.Config{
 		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
-		Stats: stats, Console: cons, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
+		Stats: stats, Console: consoleAuth, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		MaxStreamsPerSession: cfg.MaxStreamsPerSession, MaxStreamsPerAddress: cfg.streamsPerAddress(), TrustedProxies: proxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,
 	})
 	webCfg := web.Config{Store: store, Rooms: rooms, Clock: clock, ETA: estimator.Fill, Templates: cfg.Templates, Logger: logger,
-		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil}
+		Demo: cfg.Demo, FailOpen: monitor.FailOpen, Admit: adm, Home: cfg.Upstream == nil, Secure: secure,
+		PublicURL: cfg.publicURL()}
 	pages, err := web.New(webCfg)
 	if err != nil {
 		return nil, fmt.Errorf("--templates: %w", err)
@@ -135,8 +145,8 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	for _, prefix := range web.Prefixes(webCfg) {
 		mux.Handle(prefix, pages)
 	}
-	mux.Handle(console.Prefix, cons.Handler())
-	mux.Handle(console.Path, cons.Handler()) // its own 301, not the mux's 307
+	mux.Handle(console.Prefix, consoleHandler)
+	mux.Handle(console.Path, consoleHandler) // its own 301, not the mux's 307
 	gh := gt.Handler()
 	mux.Handle(gatekeeper.Prefix, gh)
 	mux.Handle(gatekeeper.JWKSPath, gh)
@@ -167,6 +177,9 @@ func (s *Server) protect(ctx context.Context, mux *http.ServeMux, api http.Handl
 	}
 	mux.Handle("/", proxy)
 	cfg.Logger.Info("protecting an app", "upstream", cfg.Upstream.Redacted(), "room", cfg.Room, "bypass", cfg.Bypass)
+	if cfg.ConsoleHost == "" {
+		cfg.Logger.Warn("the operator console at /admin/ shares the protected app's origin, where the app's scripts could use an operator's sign-in; give it a host of its own with --console-host")
+	}
 	return nil
 }
 

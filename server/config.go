@@ -117,6 +117,11 @@ type Config struct {
 	// for forward-auth redirects and webhook claim links; nil: the gated
 	// request's host.
 	PublicURL *url.URL
+	// ConsoleHost, when set, is the one host (host, or host:port as the
+	// browser's Host header says) that serves the operator console and on
+	// which the admin API takes its sign-in cookie: the console then keeps
+	// off the protected app's origin. "" serves it on every host.
+	ConsoleHost string
 	// PassAlg is gate.AlgEdDSA or gate.AlgHS256; PassKeysDir the folder of
 	// pass keys ("" for DataDir/keys).
 	PassAlg     string
@@ -234,6 +239,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("--upstream must be an absolute http(s) URL, not %q", c.Upstream.Redacted())
 	case c.PublicURL != nil && ((c.PublicURL.Scheme != "http" && c.PublicURL.Scheme != "https") || c.PublicURL.Host == "" || (c.PublicURL.Path != "" && c.PublicURL.Path != "/")):
 		return fmt.Errorf("--public-url must be scheme://host[:port], not %q", c.PublicURL.Redacted())
+	case c.ConsoleHost != "" && !validConsoleHost(c.ConsoleHost):
+		return fmt.Errorf("--console-host must be a host or host:port, not %q", c.ConsoleHost)
 	}
 	if _, err := clientaddr.FromPrefixes(c.TrustedProxies); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)

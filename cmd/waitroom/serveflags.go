@@ -201,6 +201,8 @@ var serveFlags = []serveFlag{
 			}
 			return err
 		}},
+	{name: "console-host", env: "WAITROOM_CONSOLE_HOST", help: "the one `host` (or host:port) that serves the operator console at /admin/ and on which\nthe admin API takes its sign-in cookie, e.g. admin.example.com: keeps the console off the\nprotected app's origin, where the app's scripts could use it; empty: every host",
+		set: func(o *serveOptions, v string) error { o.cfg.ConsoleHost = v; return nil }},
 	{name: "pass-alg", env: "WAITROOM_PASS_ALG", def: gate.AlgEdDSA, help: "signing `algorithm` of passes: EdDSA (Ed25519, public keys at\n/.well-known/jwks.json) or HS256 (a shared secret, nothing published)",
 		set: func(o *serveOptions, v string) error {
 			o.cfg.PassAlg = v

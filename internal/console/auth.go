@@ -323,7 +323,7 @@ func (c *Console) cookie(r *http.Request, value string, maxAge int) *http.Cookie
 		MaxAge:   maxAge,
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   c.overTLS(r),
+		Secure:   c.secure || c.overTLS(r),
 	}
 }
 

@@ -69,6 +69,11 @@ type Options struct {
 	// address the sign-in limit counts) and X-Forwarded-Proto (whether
 	// the cookie must be Secure) are believed.
 	TrustedProxies clientaddr.Trusted
+	// Secure marks the cookie Secure on every answer: the console is
+	// reached over HTTPS (the server's public URL is https), whatever a
+	// request looks like on its way here. When false it is Secure on
+	// requests that came over TLS or through a trusted proxy that says so.
+	Secure bool
 	// Logger receives sign-ins, refusals and store failures; nil discards.
 	Logger *slog.Logger
 }
@@ -81,6 +86,7 @@ type Console struct {
 	clock    waitroom.Clock
 	lifetime time.Duration
 	trusted  clientaddr.Trusted
+	secure   bool
 	log      *slog.Logger
 	tries    *tries
 }
@@ -106,6 +112,7 @@ func New(o Options) *Console {
 		clock:    o.Clock,
 		lifetime: o.Lifetime,
 		trusted:  o.TrustedProxies,
+		secure:   o.Secure,
 		log:      o.Logger,
 		tries:    newTries(maxWrongTries, wrongTryWindow, maxTrackedAddresses),
 	}

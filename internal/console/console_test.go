@@ -104,6 +104,15 @@ func TestSecureCookie(t *testing.T) {
 			t.Errorf("peer %s X-Forwarded-Proto %q: status %d cookies %v, want Secure=%v", tc.peer, tc.proto, w.Code, cs, tc.secure)
 		}
 	}
+	// Options.Secure (an https public URL): Secure on a plain request from
+	// anyone.
+	c = console.New(console.Options{AdminToken: token, Ledger: memstore.New(), Secure: true})
+	r := httptest.NewRequest("POST", "/admin/api/session", strings.NewReader(`{"token":"`+token+`"}`))
+	w := httptest.NewRecorder()
+	c.Handler().ServeHTTP(w, r)
+	if cs := w.Result().Cookies(); w.Code != 200 || len(cs) != 1 || !cs[0].Secure {
+		t.Errorf("Options.Secure, plain HTTP: status %d cookies %v, want one Secure cookie", w.Code, cs)
+	}
 }
 
 func TestWrongToken(t *testing.T) {

@@ -132,6 +132,11 @@ func newFrontEnv(t *testing.T) *frontEnv {
 	e.serve(nil)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "app:"+r.Header.Get(gate.HeaderSession))
+		for k, v := range r.Header {
+			if strings.Contains(strings.Join(v, ","), "forged") {
+				io.WriteString(w, " "+k+"=forged")
+			}
+		}
 	}))
 	t.Cleanup(app.Close)
 	return &frontEnv{env: e, app: app}
@@ -161,8 +166,17 @@ func newBrowser(t *testing.T) *browser {
 // get loads rawURL as a browser would and returns where it ended.
 func (b *browser) get(rawURL string) (final *url.URL, status int, body string) {
 	b.t.Helper()
+	return b.getWith(rawURL, nil)
+}
+
+// getWith is get with more request headers, each name sent as it is.
+func (b *browser) getWith(rawURL string, header map[string]string) (final *url.URL, status int, body string) {
+	b.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, rawURL, nil)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml")
+	for k, v := range header {
+		req.Header[k] = []string{v}
+	}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatalf("GET %s: %v", rawURL, err)
@@ -217,6 +231,16 @@ func scenario(t *testing.T, f *frontEnv, front string) {
 	_, status, body = b.get(front + "/shop/other")
 	if status != http.StatusOK || body != "app:"+sid {
 		t.Fatalf("admitted browser, next page: got %d %q, want the app", status, body)
+	}
+	// Identity forged in any spelling (CGI-style stacks read _ as -) does
+	// not reach the app beside the real one.
+	forged := map[string]string{}
+	for _, k := range []string{"Waitroom_Session", "WAITROOM-SESSION", "waitroom_ticket", "Waitroom_Room"} {
+		forged[k] = "forged"
+	}
+	_, status, body = b.getWith(front+"/shop/other", forged)
+	if status != http.StatusOK || body != "app:"+sid {
+		t.Fatalf("admitted browser with forged identity headers: got %d %q, want the app with only the real identity", status, body)
 	}
 
 	next := f.join()

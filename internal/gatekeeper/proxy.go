@@ -69,6 +69,7 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 			}
 			pr.Out.Header.Set("X-Forwarded-Proto", o.scheme)
 			stripIdentity(pr.Out.Header)
+			stripCookies(pr.Out.Header)
 			if c, ok := gate.ClaimsFrom(pr.In.Context()); ok {
 				setIdentity(pr.Out.Header, c)
 			}
@@ -80,6 +81,9 @@ func (g *Gate) Proxy(cfg ProxyConfig) (http.Handler, error) {
 		BufferPool: &copyBuffers,
 		ErrorLog:   slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
+			if n := stripSetCookies(resp.Header); n > 0 {
+				g.log.Warn("gate: the protected app tried to set waitroom's cookies; dropped", "count", n, "path", resp.Request.URL.Path)
+			}
 			g.command(resp.Request.Context(), resp.Header, resp.Request)
 			return nil
 		},
@@ -413,4 +417,88 @@ func (b *bypass) match(p string) bool {
 		}
 	}
 	return false
+}
+
+// consoleCookie is the operator console's session cookie (the console's
+// CookieName; package console is not imported here).
+const consoleCookie = "waitroom_console"
+
+// sessionCookiePrefix starts the waiting page's session cookies,
+// admit.CookieName(room).
+var sessionCookiePrefix = admit.CookieName("")
+
+// privateCookie reports whether a cookie the visitor sent is waitroom's
+// alone, never the app's to read: the console's sign-in (with it, a script
+// or a log of the app would be the operator) and the waiting page's
+// session ids. The pass cookie is not: an app may check the pass itself
+// against the key set.
+func privateCookie(name string) bool {
+	return name == consoleCookie || strings.HasPrefix(name, sessionCookiePrefix)
+}
+
+// stripCookies removes waitroom's private cookies (see privateCookie) from
+// the Cookie headers of a request on its way to the app, keeping the rest
+// as they were.
+func stripCookies(h http.Header) {
+	lines := h["Cookie"]
+	if len(lines) == 0 {
+		return
+	}
+	kept := lines[:0]
+	for _, line := range lines {
+		if !strings.Contains(line, consoleCookie) && !strings.Contains(line, sessionCookiePrefix) {
+			kept = append(kept, line)
+			continue
+		}
+		var parts []string
+		for _, part := range strings.Split(line, ";") {
+			part = strings.TrimSpace(part)
+			name, _, _ := strings.Cut(part, "=")
+			if part != "" && !privateCookie(strings.TrimSpace(name)) {
+				parts = append(parts, part)
+			}
+		}
+		if len(parts) > 0 {
+			kept = append(kept, strings.Join(parts, "; "))
+		}
+	}
+	if len(kept) == 0 {
+		h.Del("Cookie")
+		return
+	}
+	h["Cookie"] = kept
+}
+
+// ownCookie reports whether a cookie name is one waitroom sets: the
+// console's, the waiting page's session ids and the pass cookies
+// (waitroom-<room>, __Host-waitroom-<room>).
+func ownCookie(name string) bool {
+	return name == consoleCookie || strings.HasPrefix(name, "waitroom-") || strings.HasPrefix(name, "__Host-waitroom-")
+}
+
+// stripSetCookies removes the app's Set-Cookie headers that name one of
+// waitroom's cookies (see ownCookie) and returns how many it removed. An
+// app, or whoever took it over, must not sign a visitor out of the
+// console, swap their place in line for another, or clear their pass: only
+// the gate sets those (a revoke is Waitroom-Command: revoke).
+func stripSetCookies(h http.Header) int {
+	lines := h["Set-Cookie"]
+	if len(lines) == 0 {
+		return 0
+	}
+	kept := lines[:0]
+	for _, line := range lines {
+		name, _, _ := strings.Cut(line, "=")
+		if ownCookie(strings.TrimSpace(name)) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	n := len(lines) - len(kept)
+	if len(kept) == 0 {
+		h.Del("Set-Cookie")
+	} else {
+		h["Set-Cookie"] = kept
+	}
+	return n
 }

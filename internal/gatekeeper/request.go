@@ -292,12 +292,44 @@ func (g *Gate) Revoke(ctx context.Context, room, id string) error {
 	return nil
 }
 
-// stripIdentity removes identity headers a client may have sent, so the
-// app can trust the ones the gate sets.
+// stripIdentity removes every header in the gate's namespace that a client
+// may have sent, so the app can trust the ones the gate sets: Waitroom-…
+// and X-Waitroom-… in any case, with '_' for '-' anywhere. Stacks that
+// follow CGI (WSGI, PHP, Rack) read Waitroom_Session and Waitroom-Session
+// as the same HTTP_WAITROOM_SESSION, so a forged spelling beside the real
+// header could win there.
 func stripIdentity(h http.Header) {
-	h.Del(gate.HeaderSession)
-	h.Del(gate.HeaderRoom)
-	h.Del(gate.HeaderTicket)
+	for k := range h {
+		if gateHeader(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// gateHeader reports whether the header name k is in the gate's namespace
+// (see stripIdentity). It allocates nothing: every request of a protected
+// app goes through it.
+func gateHeader(k string) bool {
+	const ns = "waitroom-"
+	if len(k) > 2 && (k[0] == 'x' || k[0] == 'X') && (k[1] == '-' || k[1] == '_') {
+		k = k[2:]
+	}
+	if len(k) < len(ns) {
+		return false
+	}
+	for i := 0; i < len(ns); i++ {
+		c := k[i]
+		switch {
+		case c == '_':
+			c = '-'
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if c != ns[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // setIdentity sets the identity headers of an admitted visitor.

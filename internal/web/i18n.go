@@ -72,6 +72,9 @@ type Messages struct {
 	BusyBody         string
 	ErrorTitle       string
 	ErrorBody        string
+	// CrossSiteTitle and CrossSiteBody refuse a form another site sent.
+	CrossSiteTitle string
+	CrossSiteBody  string
 	// Scheduled rooms ("drops"). Before the opening a visitor waits in a
 	// pre-queue: PreHeading heads the page, OpensInLabel and OpensAtLabel
 	// label the countdown and the opening time, and TitleOpensIn prefixes
@@ -210,6 +213,8 @@ var english = Messages{
 	BusyBody:         "The waiting room is taking no more people from here right now. This page will try again by itself.",
 	ErrorTitle:       "Something went wrong",
 	ErrorBody:        "Please reload the page in a moment.",
+	CrossSiteTitle:   "Please use this site’s own page",
+	CrossSiteBody:    "Another site sent this form, so nothing was changed and your place in line is kept. To do this, use the button on the waiting room’s own page.",
 	PreHeading:       "You’re in the draw",
 	OpensInLabel:     "The line opens in",
 	OpensAtLabel:     "Opening:",
@@ -308,6 +313,8 @@ var german = Messages{
 	BusyBody:         "Der Warteraum nimmt von hier gerade niemanden mehr auf. Diese Seite versucht es von selbst noch einmal.",
 	ErrorTitle:       "Etwas ist schiefgegangen",
 	ErrorBody:        "Bitte laden Sie die Seite gleich noch einmal.",
+	CrossSiteTitle:   "Bitte nutzen Sie die Seite des Warteraums",
+	CrossSiteBody:    "Eine andere Website hat dieses Formular gesendet, daher wurde nichts geändert und Ihr Platz in der Schlange bleibt erhalten. Nutzen Sie dafür die Schaltfläche auf der Seite des Warteraums selbst.",
 	PreHeading:       "Sie sind bei der Verlosung dabei",
 	OpensInLabel:     "Die Warteschlange öffnet in",
 	OpensAtLabel:     "Öffnung:",
@@ -406,6 +413,8 @@ var french = Messages{
 	BusyBody:         "La salle d’attente n’accepte plus personne d’ici pour le moment. Cette page va réessayer toute seule.",
 	ErrorTitle:       "Une erreur s’est produite",
 	ErrorBody:        "Rechargez la page dans un instant.",
+	CrossSiteTitle:   "Utilisez la page de ce site",
+	CrossSiteBody:    "Un autre site a envoyé ce formulaire : rien n’a été changé et vous gardez votre place dans la file. Pour cela, utilisez le bouton de la page de la salle d’attente elle-même.",
 	PreHeading:       "Vous participez au tirage au sort",
 	OpensInLabel:     "La file ouvre dans",
 	OpensAtLabel:     "Ouverture\u00a0:",

@@ -82,6 +82,11 @@ type Config struct {
 	// it is marked Secure on requests that arrived over TLS, directly or
 	// (X-Forwarded-Proto: https) through a proxy.
 	Secure bool
+	// PublicURL is the origin (scheme://host[:port]) browsers reach the
+	// pages at, when a proxy in front may change the Host header: a POST
+	// whose Origin is this one is the pages' own. "" means the request's
+	// Host alone.
+	PublicURL string
 	// Admit makes the sessions the page joins (its door's invites and
 	// challenges, the per-address rate, the caps); share the API's, so every
 	// way of joining uses one door and one allowance. It is required; an
@@ -114,6 +119,8 @@ type Handler struct {
 	eta    func(s *waitroom.Session, now time.Time)
 	log    *slog.Logger
 	secure bool
+	// public is Config.PublicURL without a trailing slash.
+	public string
 	// failOpen says whether to send visitors to a room's last known
 	// target while the store is down.
 	failOpen func() bool
@@ -154,6 +161,7 @@ func New(cfg Config) (*Handler, error) {
 		eta:      cfg.ETA,
 		log:      cfg.Logger,
 		secure:   cfg.Secure,
+		public:   strings.TrimSuffix(cfg.PublicURL, "/"),
 		failOpen: cfg.FailOpen,
 		admit:    cfg.Admit,
 		pages:    pages,
@@ -218,6 +226,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		lang := pickLanguage(r.Header.Get("Accept-Language"))
 		h.errorPage(w, r, lang, apierror.Status(waitroom.CodeNotFound), lang.NotFoundTitle, lang.PageNotFound)
+		return
+	}
+	if r.Method == http.MethodPost && h.crossOrigin(r) {
+		h.forbidCrossOrigin(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
