@@ -310,3 +310,31 @@ func TestPassHidesSession(t *testing.T) {
 		})
 	}
 }
+
+// FuzzOpenSeal feeds arbitrary seals to a key's opener: never a panic, and
+// nothing opens but a seal this key made for that room and ticket.
+func FuzzOpenSeal(f *testing.F) {
+	ks, err := NewKeySet(AlgEdDSA)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := ks.byKID[ks.SigningKID()].seal
+	id := waitroom.NewSessionID(7).String()
+	good := s.seal(id, "default", 7)
+	f.Add(good, "default", int64(7))
+	f.Add(good, "default", int64(8))
+	f.Add(good, "other", int64(7))
+	f.Add(good[:len(good)-1], "default", int64(7))
+	f.Add("", "default", int64(7))
+	f.Add("AAAA", "default", int64(0))
+	f.Add(strings.Repeat("_", maxSealLen), "default", int64(-1))
+	f.Fuzz(func(t *testing.T, sealed, room string, ticket int64) {
+		got, err := s.open(sealed, room, ticket)
+		if err != nil {
+			return
+		}
+		if sealed != good || room != "default" || ticket != 7 || got != id {
+			t.Fatalf("open(%q, %q, %d) = %q, which this key did not seal", sealed, room, ticket, got)
+		}
+	})
+}
