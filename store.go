@@ -112,9 +112,12 @@ type Store interface {
 	// CodeChallengeUsed. A join with req.Contact is held: a room without
 	// HoldPlaces, or scheduled and before its draw, refuses it with
 	// CodeInvalidRequest (NotHeld). Checks run in this order: closed, sold
-	// out, key already joined (which spends nothing), held, tier, uses. Uses are spent
-	// only by a join that makes a session (or pre-queue entry), atomically
-	// with it. Join(key) is JoinWith(JoinRequest{Key: key}).
+	// out, uses, key already joined (which spends nothing), held, tier. Uses
+	// come before the key so that a spent token (a forwarded invite link)
+	// is refused without the key's live session: only a join that could
+	// have been made learns of it. Uses are spent only by a join that makes
+	// a session (or pre-queue entry), atomically with it. Join(key) is
+	// JoinWith(JoinRequest{Key: key}).
 	JoinWith(ctx context.Context, room string, req JoinRequest, now time.Time) (Session, error)
 
 	// Session reads a session and counts as presence: it refreshes a

@@ -1,7 +1,8 @@
 // Package client is a Go client for waitroom's HTTP API v1.
 //
 // Errors the server answers come back as *waitroom.Error with the server's
-// code and message (and, for already_joined, the live Session), so callers
+// code and message (and, for already_joined, the live Session when the
+// caller is entitled to it: the admin token), so callers
 // use waitroom.ErrorCode just as they would against a Store. Transport
 // failures come back wrapped, with the cause reachable by errors.Is/As.
 package client

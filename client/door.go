@@ -33,7 +33,10 @@ type JoinOptions struct {
 const maxSolves = 3
 
 // JoinWith joins room past its door: with an invite, and solving the proof
-// of work when asked to (see JoinOptions).
+// of work when asked to (see JoinOptions). An invite whose key already
+// holds a live session fails with already_joined and no Session (the
+// client is not that session's holder), or invite_used once its uses are
+// gone.
 func (c *Client) JoinWith(ctx context.Context, room string, o JoinOptions) (waitroom.Session, error) {
 	body := map[string]string{}
 	if o.Key != "" {

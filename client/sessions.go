@@ -9,7 +9,9 @@ import (
 
 // Join joins room and returns the new session. A non-empty key (an identity,
 // such as a user id) needs the admin token; when the key already holds a
-// live session the error has code already_joined and carries that session.
+// live session the error has code already_joined and carries that session
+// (a keyed join has the admin token; a copy of a keyed invite gets the
+// code alone: see JoinWith).
 func (c *Client) Join(ctx context.Context, room, key string) (waitroom.Session, error) {
 	var s waitroom.Session
 	k := call{method: http.MethodPost, path: roomPath(room, "sessions"), out: &s}

@@ -11,6 +11,12 @@
 //   - Claims is what a valid pass says, and ClaimsFrom finds it in a
 //     request's context.
 //
+// A pass names its session by ticket (its subject), never by session id:
+// the id owns the session, and a pass is seen by apps, their logs and
+// whatever they hand it to. The id rides in the pass sealed for the key
+// that signed it, so Verify reads it (Claims.Session) only with that key's
+// private half; with the public keys of a JWKS it stays hidden.
+//
 // A pass cannot tell whether its session has since ended; a waitroom
 // server's own gate (forward-auth, the reverse proxy) also refuses passes
 // of ended sessions within a second. That gate lives in the server (package

@@ -45,6 +45,9 @@ type key struct {
 	priv ed25519.PrivateKey // EdDSA
 	pub  ed25519.PublicKey  // EdDSA
 	hmac []byte             // HS256
+	// seal seals and opens the session ids of the passes this key signs;
+	// nil for a key without its private half (a JWKS's).
+	seal *sealer
 }
 
 // KeySet holds the keys that sign and verify passes, all of one algorithm.
@@ -300,6 +303,18 @@ func hmacKID(secret []byte) string {
 }
 
 func (ks *KeySet) add(k *key, signing bool) {
+	if k.seal == nil {
+		secret := k.hmac
+		if k.priv != nil {
+			secret = k.priv.Seed()
+		}
+		if secret != nil {
+			// Derivation from 32 bytes of key cannot fail: a failure would
+			// be a broken crypto library, and a key without its seal
+			// signs no pass (sign refuses it).
+			k.seal, _ = newSealer(secret)
+		}
+	}
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.byKID == nil {
@@ -337,14 +352,30 @@ func (ks *KeySet) Add(priv ed25519.PrivateKey, signing bool) error {
 	return nil
 }
 
-// sign signs claims with the signing key.
-func (ks *KeySet) sign(claims jwt.Claims) (string, error) {
+// signingKey returns the key that signs, with its seal.
+func (ks *KeySet) signingKey() (*key, error) {
 	ks.mu.RLock()
 	k := ks.signing
 	ks.mu.RUnlock()
-	if k == nil || (k.priv == nil && k.hmac == nil) {
-		return "", errors.New("gate: the key set has no signing key")
+	if k == nil || (k.priv == nil && k.hmac == nil) || k.seal == nil {
+		return nil, errors.New("gate: the key set has no signing key")
 	}
+	return k, nil
+}
+
+// sealerOf returns the seal of key kid; nil when the set does not hold
+// its private half (a JWKS's public keys).
+func (ks *KeySet) sealerOf(kid string) *sealer {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	if k := ks.byKID[kid]; k != nil {
+		return k.seal
+	}
+	return nil
+}
+
+// sign signs claims with key k of the set.
+func (ks *KeySet) sign(k *key, claims jwt.Claims) (string, error) {
 	var t *jwt.Token
 	var signKey any
 	if ks.alg == AlgEdDSA {

@@ -30,12 +30,27 @@ const Leeway = time.Second
 const MaxPassLength = 2048
 
 // Claims is what a valid pass says.
+//
+// A pass's subject (sub) is its session's ticket in decimal, the same as
+// Ticket: public (the waiting page shows it), unique in its room, stable
+// across renewals and key rotations. It is not the session id, which owns
+// the session (reads it, leaves it, gets its passes) and so must not be
+// readable by whoever sees a pass (app logs, downstream services). Passes
+// signed before this rule, whose sub was the session id, are refused.
 type Claims struct {
 	// Room is the room the pass admits to (the audience).
 	Room string
-	// Session is the session id (the subject).
+	// Session is the session id, a secret. The pass carries it sealed
+	// (encrypted for the key that signed it; see the "ssn" claim), and
+	// Verify fills it only with a key set that holds that key's private
+	// half: waitroom's own, or an HS256 secret. With public keys (a JWKS,
+	// a Verifier from NewJWKSVerifier) it is "": an app that needs the
+	// session id gets it from waitroom's gate instead (the
+	// Waitroom-Session header of the proxy and of forward-auth, or the
+	// claims of the in-process Middleware).
 	Session string
-	// Ticket is the session's ticket.
+	// Ticket is the session's ticket, also the pass's subject: with Room,
+	// the public identity of the session.
 	Ticket int64
 	// IssuedAt and Expires bound the pass's life.
 	IssuedAt, Expires time.Time
@@ -46,12 +61,15 @@ type Claims struct {
 	AdmittedAt time.Time
 }
 
-// passClaims is the JWT body: the registered claims and the ticket.
+// passClaims is the JWT body: the registered claims (sub the ticket in
+// decimal), the ticket and the sealed session id.
 type passClaims struct {
 	jwt.RegisteredClaims
 	Ticket int64 `json:"tkt,omitempty"`
 	// Admitted is the admission time in Unix milliseconds.
 	Admitted int64 `json:"adm,omitempty"`
+	// Sealed is the session id sealed for the signing key (seal.go).
+	Sealed string `json:"ssn,omitempty"`
 }
 
 // ErrInvalidPass is returned (wrapped) for any pass that does not verify:
@@ -63,21 +81,31 @@ var ErrInvalidPass = errors.New("gate: invalid pass")
 var ErrRevoked = errors.New("gate: the pass's session has ended")
 
 // SignPass signs a pass for s valid until exp with the signing key of ks.
+// Its subject is s's ticket; s's id goes in sealed (see Claims). s needs a
+// ticket: only an admitted session holds a pass.
 func SignPass(ks *KeySet, issuer string, s waitroom.Session, now, exp time.Time) (string, error) {
+	if s.Ticket < 1 {
+		return "", errors.New("gate: a pass is for a session with a ticket")
+	}
+	k, err := ks.signingKey()
+	if err != nil {
+		return "", err
+	}
 	c := passClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    issuer,
-			Subject:   s.ID,
+			Subject:   strconv.FormatInt(s.Ticket, 10),
 			Audience:  jwt.ClaimStrings{s.Room},
 			ExpiresAt: jwt.NewNumericDate(exp),
 			IssuedAt:  jwt.NewNumericDate(now),
 		},
 		Ticket: s.Ticket,
+		Sealed: k.seal.seal(s.ID, s.Room, s.Ticket),
 	}
 	if !s.AdmittedAt.IsZero() {
 		c.Admitted = s.AdmittedAt.UnixMilli()
 	}
-	return ks.sign(c)
+	return ks.sign(k, c)
 }
 
 // Verify checks token as a pass of room signed by a key of ks with issuer
@@ -104,21 +132,38 @@ func Verify(ks *KeySet, issuer, room, token string, now time.Time) (Claims, erro
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
 	var c passClaims
-	if _, err := p.ParseWithClaims(token, &c, ks.keyfunc); err != nil {
+	t, err := p.ParseWithClaims(token, &c, ks.keyfunc)
+	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %v", ErrInvalidPass, err)
 	}
-	if _, err := waitroom.ParseSessionID(c.Subject); err != nil {
-		return Claims{}, fmt.Errorf("%w: subject is not a session id", ErrInvalidPass)
+	if c.Ticket < 1 || c.Subject != strconv.FormatInt(c.Ticket, 10) {
+		return Claims{}, fmt.Errorf("%w: subject is not the pass's ticket", ErrInvalidPass)
+	}
+	if c.Sealed == "" || len(c.Sealed) > maxSealLen {
+		return Claims{}, fmt.Errorf("%w: no session seal", ErrInvalidPass)
 	}
 	if len(c.Audience) != 1 || c.IssuedAt == nil {
 		return Claims{}, fmt.Errorf("%w: want one audience and an issue time", ErrInvalidPass)
 	}
 	out := Claims{
 		Room:     room,
-		Session:  c.Subject,
 		Ticket:   c.Ticket,
 		IssuedAt: c.IssuedAt.Time,
 		Expires:  c.ExpiresAt.Time,
+	}
+	kid, _ := t.Header["kid"].(string)
+	if s := ks.sealerOf(kid); s != nil {
+		// The set holds the signing key: the seal must open, to a session
+		// id (of this room and ticket, which the seal is bound to; an id
+		// made in a pre-queue holds its entry number, not its ticket).
+		id, err := s.open(c.Sealed, room, c.Ticket)
+		if err != nil {
+			return Claims{}, fmt.Errorf("%w: %v", ErrInvalidPass, err)
+		}
+		if _, err := waitroom.ParseSessionID(id); err != nil {
+			return Claims{}, fmt.Errorf("%w: the sealed session is not a session id", ErrInvalidPass)
+		}
+		out.Session = id
 	}
 	if c.Admitted > 0 {
 		out.AdmittedAt = time.UnixMilli(c.Admitted).UTC()

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -48,8 +49,9 @@ func TestVerifyRejects(t *testing.T) {
 	}
 	kid := ks.SigningKID()
 	pub := ks.byKID[kid].pub
+	seal := ks.byKID[kid].seal
 	claims := func(mod func(jwt.MapClaims)) jwt.MapClaims {
-		c := jwt.MapClaims{"iss": DefaultIssuer, "sub": s.ID, "aud": []string{"default"}, "exp": now.Add(time.Minute).Unix(), "iat": now.Unix()}
+		c := jwt.MapClaims{"iss": DefaultIssuer, "sub": "7", "tkt": 7, "ssn": seal.seal(s.ID, "default", 7), "aud": []string{"default"}, "exp": now.Add(time.Minute).Unix(), "iat": now.Unix()}
 		if mod != nil {
 			mod(c)
 		}
@@ -70,6 +72,7 @@ func TestVerifyRejects(t *testing.T) {
 		ok    bool
 	}{
 		{"valid", valid, "default", now, true},
+		{"valid, made by hand", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(nil)), "default", now, true},
 		{"valid within leeway", valid, "default", now.Add(5*time.Minute + Leeway - time.Second), true},
 		{"expired", valid, "default", now.Add(5*time.Minute + Leeway + time.Second), false},
 		{"other room", valid, "other", now, false},
@@ -82,7 +85,17 @@ func TestVerifyRejects(t *testing.T) {
 		{"no iat", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { delete(c, "iat") })), "default", now, false},
 		{"wrong issuer", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["iss"] = "evil" })), "default", now, false},
 		{"two audiences", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["aud"] = []string{"default", "other"} })), "default", now, false},
-		{"subject not a session id", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["sub"] = "admin" })), "default", now, false},
+		{"subject not the ticket", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["sub"] = "admin" })), "default", now, false},
+		{"subject another ticket", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["sub"] = "8" })), "default", now, false},
+		{"subject the session id, no seal (a pass of before)", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["sub"] = s.ID; delete(c, "ssn") })), "default", now, false},
+		{"no ticket", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { delete(c, "tkt") })), "default", now, false},
+		{"no seal", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { delete(c, "ssn") })), "default", now, false},
+		{"seal of another ticket", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = seal.seal(s.ID, "default", 8) })), "default", now, false},
+		{"seal of another room", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = seal.seal(s.ID, "other", 7) })), "default", now, false},
+		{"seal of another key", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = other.byKID[other.SigningKID()].seal.seal(s.ID, "default", 7) })), "default", now, false},
+		{"seal of no session id", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = seal.seal("admin", "default", 7) })), "default", now, false},
+		{"seal not base64", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = "!!" })), "default", now, false},
+		{"seal too long", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["ssn"] = strings.Repeat("A", maxSealLen+1) })), "default", now, false},
 		{"unknown kid", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, "nope", claims(nil)), "default", now, false},
 		{"no kid", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, "", claims(nil)), "default", now, false},
 		{"issued in the future", rawToken(t, jwt.SigningMethodEdDSA, ks.signing.priv, kid, claims(func(c jwt.MapClaims) { c["iat"] = now.Add(time.Hour).Unix() })), "default", now, false},
@@ -243,3 +256,85 @@ func TestVerifyRefusesOtherSpellings(t *testing.T) {
 
 // t0 is the tests' fixed now.
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// TestPassHidesSession: a pass names its session by ticket, never by id.
+// Nothing in the token (header, payload, signature) holds the id or its
+// secret; waitroom's own key set reads the id from the seal, and an app
+// with the public keys (the JWKS) verifies the pass without learning it.
+func TestPassHidesSession(t *testing.T) {
+	for _, alg := range []string{AlgEdDSA, AlgHS256} {
+		t.Run(alg, func(t *testing.T) {
+			ks, err := NewKeySet(alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := testSession()
+			tok, err := SignPass(ks, DefaultIssuer, s, t0, t0.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			secret := s.ID[11:] // the 16 random bytes, after the ticket
+			if strings.Contains(tok, secret) {
+				t.Fatalf("the pass %s holds the session's secret", tok)
+			}
+			parts := strings.Split(tok, ".")
+			for _, p := range parts[:2] {
+				b, err := base64.RawURLEncoding.DecodeString(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(b), s.ID) || strings.Contains(string(b), secret) {
+					t.Fatalf("the pass's %s holds the session id", b)
+				}
+			}
+			var body map[string]any
+			b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+			if err := json.Unmarshal(b, &body); err != nil || body["sub"] != "7" {
+				t.Fatalf("the pass's subject = %v (%v), want the ticket \"7\"", body["sub"], err)
+			}
+			c, err := Verify(ks, "", "default", tok, t0)
+			if err != nil || c.Session != s.ID || c.Ticket != 7 {
+				t.Fatalf("Verify with the signing set = %+v, %v; want the session id from the seal", c, err)
+			}
+			if alg != AlgEdDSA {
+				return
+			}
+			pub, err := parseJWKS(ks.JWKS())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err = Verify(pub, "", "default", tok, t0)
+			if err != nil || c.Session != "" || c.Ticket != 7 || c.Room != "default" {
+				t.Fatalf("Verify with the JWKS = %+v, %v; want a valid pass of ticket 7 without the session id", c, err)
+			}
+		})
+	}
+}
+
+// FuzzOpenSeal feeds arbitrary seals to a key's opener: never a panic, and
+// nothing opens but a seal this key made for that room and ticket.
+func FuzzOpenSeal(f *testing.F) {
+	ks, err := NewKeySet(AlgEdDSA)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := ks.byKID[ks.SigningKID()].seal
+	id := waitroom.NewSessionID(7).String()
+	good := s.seal(id, "default", 7)
+	f.Add(good, "default", int64(7))
+	f.Add(good, "default", int64(8))
+	f.Add(good, "other", int64(7))
+	f.Add(good[:len(good)-1], "default", int64(7))
+	f.Add("", "default", int64(7))
+	f.Add("AAAA", "default", int64(0))
+	f.Add(strings.Repeat("_", maxSealLen), "default", int64(-1))
+	f.Fuzz(func(t *testing.T, sealed, room string, ticket int64) {
+		got, err := s.open(sealed, room, ticket)
+		if err != nil {
+			return
+		}
+		if sealed != good || room != "default" || ticket != 7 || got != id {
+			t.Fatalf("open(%q, %q, %d) = %q, which this key did not seal", sealed, room, ticket, got)
+		}
+	})
+}

@@ -289,21 +289,34 @@ if OP == 'join' then
       return reply('ok', view(s0, true))
     end
   end
+  -- The key's live session, an entrant (p) or a ticketed one (ks).
+  local p, ks = nil, nil
   if key ~= '' then
     local lt = redis.call('HGET', K_KEYS, key)
     if lt and string.sub(lt, 1, 1) == 'e' then
-      local p = entrant(tonumber(string.sub(lt, 2)))
-      if p then return reply('already_joined', entrantView(p)) end
+      p = entrant(tonumber(string.sub(lt, 2)))
     elseif lt then
-      return reply('already_joined', view(load(tonumber(lt)), true))
+      ks = load(tonumber(lt))
     end
   end
+  -- This very join, run again by a retry the recent list forgot: its own
+  -- session (its secret was made for this call), whatever its tokens say.
+  if p and p.sec == sec then return reply('ok', entrantView(p)) end
+  if ks and ks.sec == sec then
+    settle()
+    return reply('ok', view(ks, true))
+  end
+  -- A spent token is refused before its key counts: already_joined carries
+  -- the key's session, which a forwarded invite link whose uses are gone
+  -- must not reach.
+  local used = usedUp(15)
+  if used then return reply('token_used', used) end
+  if p then return reply('already_joined', entrantView(p)) end
+  if ks then return reply('already_joined', view(ks, true)) end
   local refused = heldRefused(contact)
   if refused then return reply('not_held', refused) end
   local tr = joinTier(ARGV[13] or '')
   if tr == nil then return reply('no_tier') end
-  local used = usedUp(15)
-  if used then return reply('token_used', used) end
   spend(15)
   if not tiered() then tr = nil end
   if R.sch == 'pre' then

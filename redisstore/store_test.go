@@ -2,6 +2,8 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -393,4 +395,84 @@ func (h dropFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (dropFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestKeyedInviteJoinRetried is TestKeyedJoinRetried for a join that spends
+// the last use of its invite, with the list of recent joins forgotten
+// between the two runs: the second run finds the key's session made with
+// this call's own secret and answers it, rather than invite_used (uses are
+// checked before the key, so that a spent invite names nobody's session).
+func TestKeyedInviteJoinRetried(t *testing.T) {
+	addr := redistest.Server(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	raw := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = raw.Close() })
+	s := newStoreOn(client)(t)
+	ctx := t.Context()
+	if _, _, err := s.PutRoom(ctx, "r", waitroom.DefaultConfig(), base); err != nil {
+		t.Fatalf("PutRoom: %v", err)
+	}
+	hook := runTwiceForgetting{n: new(atomic.Int32), raw: raw}
+	client.AddHook(hook)
+	inv := waitroom.TokenUse{Kind: waitroom.TokenInvite, ID: "i", Max: 1, Expires: base.Add(time.Hour)}
+	got, err := s.JoinWith(ctx, "r", waitroom.JoinRequest{Key: "k", Uses: []waitroom.TokenUse{inv}}, base)
+	if err != nil {
+		t.Fatalf("JoinWith retried after a lost reply: %v", err)
+	}
+	if n := hook.n.Load(); n < 1 {
+		t.Fatalf("the join's script was not run twice (%d scripts seen)", n)
+	}
+	if got.Ticket != 1 || got.Key != "k" {
+		t.Fatalf("JoinWith = %+v, want ticket 1 with key k", got)
+	}
+	// Someone else with the same (now spent) invite gets no session.
+	_, err = s.JoinWith(ctx, "r", waitroom.JoinRequest{Key: "k", Uses: []waitroom.TokenUse{inv}}, base.Add(time.Second))
+	var we *waitroom.Error
+	if waitroom.ErrorCode(err) != waitroom.CodeInviteUsed || (errors.As(err, &we) && we.Session != nil) {
+		t.Fatalf("second claimant of the spent invite: %v (%+v), want invite_used without a session", err, we)
+	}
+}
+
+// runTwiceForgetting runs the first script it sees (alone or in a
+// pipeline) twice, deleting the list of recent joins (<prefix>jr) between
+// the runs.
+type runTwiceForgetting struct {
+	n   *atomic.Int32
+	raw *redis.Client
+}
+
+// twice runs run twice, forgetting the recent joins between, the first
+// time a script is among cmds.
+func (h runTwiceForgetting) twice(ctx context.Context, cmds []redis.Cmder, run func() error) error {
+	script := false
+	for _, c := range cmds {
+		script = script || c.Name() == "evalsha" || c.Name() == "eval"
+	}
+	if !script || h.n.Add(1) != 1 {
+		return run()
+	}
+	if err := run(); err != nil {
+		return err
+	}
+	keys, err := h.raw.Keys(ctx, "*jr").Result()
+	if err != nil || len(keys) == 0 {
+		return fmt.Errorf("finding the recent joins: %v (%d keys)", err, len(keys))
+	}
+	if err := h.raw.Del(ctx, keys...).Err(); err != nil {
+		return err
+	}
+	return run()
+}
+
+func (runTwiceForgetting) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h runTwiceForgetting) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.twice(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+func (h runTwiceForgetting) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.twice(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
 }

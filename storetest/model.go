@@ -390,6 +390,11 @@ func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSe
 	if m.soldOut() {
 		return nil, false, waitroom.CodeSoldOut
 	}
+	// Uses before the key: a spent token (a forwarded invite link) must not
+	// reach the already_joined answer, which carries the key's session.
+	if code := m.spendable(req.Uses, now); code != "" {
+		return nil, false, code
+	}
 	if key != "" {
 		for _, o := range m.liveAll() {
 			if o.key == key {
@@ -403,9 +408,6 @@ func (m *model) join(req waitroom.JoinRequest, id string, now time.Time) (s *mSe
 	tier := m.cfg.TierIndex(req.Tier)
 	if tier < 0 {
 		return nil, false, waitroom.CodeInvalidRequest
-	}
-	if code := m.spendable(req.Uses, now); code != "" {
-		return nil, false, code
 	}
 	m.spend(req.Uses, now)
 	if m.preQueue() {

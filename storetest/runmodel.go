@@ -275,6 +275,11 @@ func (h *modelRun) join(t *rapid.T) {
 	s, already, refused := h.m.join(req, got.ID, now)
 	if refused != "" {
 		wantCode(t, "Join "+refusal[refused], err, refused)
+		// A refused join names nobody's session: the key's live session
+		// is for a join that could have been made (already_joined).
+		if e := (*waitroom.Error)(nil); errors.As(err, &e) && e.Session != nil {
+			t.Fatalf("Join %s: the refusal carries session %s (ticket %d)", refusal[refused], e.Session.ID, e.Session.Ticket)
+		}
 		h.recover(t, now)
 		h.checkEvents(t, "")
 		return

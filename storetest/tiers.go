@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,7 @@ func init() {
 		{"TiersOperator", testTiersOperator},
 		{"TokenUses", testTokenUses},
 		{"TokenUsesAtomic", testTokenUsesAtomic},
+		{"SpentKeyedInvite", testSpentKeyedInvite},
 	}...)
 }
 
@@ -216,14 +218,18 @@ func use(kind waitroom.TokenKind, id string, n int, until time.Time) waitroom.To
 
 func testTokenUses(f *fixture) {
 	f.put("r", quiet(0), at(0))
-	inv := use(waitroom.TokenInvite, "i1", 2, at(time.Minute))
+	inv := use(waitroom.TokenInvite, "i1", 3, at(time.Minute))
 	f.joinWith("r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{inv}}, at(sec))
 	// A key that already holds a session spends nothing.
 	f.joinWith("r", waitroom.JoinRequest{Key: "k", Uses: []waitroom.TokenUse{inv}}, at(2*sec))
 	_, err := f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Key: "k", Uses: []waitroom.TokenUse{inv}}, at(3*sec))
 	wantCode(f.t, "join with a key already in", err, waitroom.CodeAlreadyJoined)
+	f.joinWith("r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{inv}}, at(3500*msec)) // its third use
+	// A spent token is refused before its key is looked at, naming nobody.
+	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Key: "k", Uses: []waitroom.TokenUse{inv}}, at(4*sec))
+	wantNoSession(f.t, "spent invite with the key of a live session", err, waitroom.CodeInviteUsed)
 	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{inv}}, at(4*sec))
-	wantCode(f.t, "third use of a two-use invite", err, waitroom.CodeInviteUsed)
+	wantCode(f.t, "fourth use of a three-use invite", err, waitroom.CodeInviteUsed)
 	// A challenge with the same ID is another token.
 	ch := use(waitroom.TokenChallenge, "i1", 1, at(30*sec))
 	f.joinWith("r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{ch}}, at(5*sec))
@@ -234,7 +240,7 @@ func testTokenUses(f *fixture) {
 	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{fresh, ch}}, at(7*sec))
 	wantCode(f.t, "fresh invite with a used challenge", err, waitroom.CodeChallengeUsed)
 	f.joinWith("r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{fresh}}, at(8*sec)) // i2 was not spent
-	f.wantCounts("r", 4, 0)
+	f.wantCounts("r", 5, 0)
 	// Counts end with the token: after it expires a use of the same ID counts afresh.
 	f.joinWith("r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{use(waitroom.TokenChallenge, "i1", 1, at(2*time.Minute))}}, at(31*sec))
 	// Uses belong to their room.
@@ -245,7 +251,51 @@ func testTokenUses(f *fixture) {
 	wantCode(f.t, "use with no uses allowed", err, waitroom.CodeInvalidRequest)
 	_, err = f.s.JoinWith(f.ctx, "r", waitroom.JoinRequest{Uses: []waitroom.TokenUse{use(waitroom.TokenInvite, "old", 5, at(33*sec))}}, at(33*sec))
 	wantCode(f.t, "use that expires at now", err, waitroom.CodeInvalidRequest)
-	f.wantCounts("r", 5, 0)
+	f.wantCounts("r", 6, 0)
+}
+
+// testSpentKeyedInvite is the forwarded link of a keyed invite: once its
+// uses are spent, a join with it is invite_used whatever its key holds,
+// with no session in the error, in an open room and in a pre-queue; and
+// it spends nothing and changes nobody's place.
+func testSpentKeyedInvite(f *fixture) {
+	opens := at(time.Hour)
+	for _, tc := range []struct {
+		room string
+		cfg  waitroom.RoomConfig
+	}{{"open", quiet(0)}, {"drop", scheduled(0, opens)}} {
+		f.put(tc.room, tc.cfg, at(0))
+		inv := use(waitroom.TokenInvite, "keyed-"+tc.room, 1, at(time.Minute))
+		held := f.joinWith(tc.room, waitroom.JoinRequest{Key: "alice", Uses: []waitroom.TokenUse{inv}}, at(sec))
+		for i, key := range []string{"alice", ""} {
+			_, err := f.s.JoinWith(f.ctx, tc.room, waitroom.JoinRequest{Key: key, Uses: []waitroom.TokenUse{inv}}, at(2*sec+time.Duration(i)*msec))
+			wantNoSession(f.t, fmt.Sprintf("%s: second claimant of a spent invite (key %q)", tc.room, key), err, waitroom.CodeInviteUsed)
+		}
+		// The holder keeps its place; a fresh token for the same key still
+		// finds it (already_joined, for the store's trusted callers).
+		if got := f.peek(tc.room, held.ID); !got.Status.Live() {
+			f.t.Fatalf("%s: the invite's holder after the refused claims = %s, want still live", tc.room, got.Status)
+		}
+		_, err := f.s.JoinWith(f.ctx, tc.room, waitroom.JoinRequest{Key: "alice", Uses: []waitroom.TokenUse{use(waitroom.TokenInvite, "other-"+tc.room, 1, at(time.Minute))}}, at(3*sec))
+		wantCode(f.t, tc.room+": a fresh invite for the same key", err, waitroom.CodeAlreadyJoined)
+		var e *waitroom.Error
+		if errors.As(err, &e); e == nil || e.Session == nil || e.Session.ID != held.ID {
+			f.t.Fatalf("%s: already_joined carries %+v, want the live session", tc.room, e)
+		}
+		// The fresh token was not spent by the already_joined answer.
+		f.leave(tc.room, held.ID, waitroom.ReasonLeft, at(4*sec))
+		f.joinWith(tc.room, waitroom.JoinRequest{Key: "alice", Uses: []waitroom.TokenUse{use(waitroom.TokenInvite, "other-"+tc.room, 1, at(time.Minute))}}, at(5*sec))
+	}
+}
+
+// wantNoSession checks err is code and names no session.
+func wantNoSession(t T, what string, err error, code waitroom.Code) {
+	t.Helper()
+	wantCode(t, what, err, code)
+	var e *waitroom.Error
+	if errors.As(err, &e) && e.Session != nil {
+		t.Fatalf("%s: the error carries session %s (ticket %d), want none", what, e.Session.ID, e.Session.Ticket)
+	}
 }
 
 // testTokenUsesAtomic races many joins for a token of three uses: exactly

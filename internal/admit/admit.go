@@ -27,6 +27,7 @@ package admit
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -130,7 +131,9 @@ type Request struct {
 // *waitroom.Error: unauthorized or invalid_key/invalid_request for a key
 // or contact, the door's invite and challenge codes, rate_limited or
 // room_full (a *limit.RetryError, with the Retry-After to send), or the
-// store's; or ErrGuarded (see Request.StopAtDoor). A refused join costs
+// store's (an already_joined carries the key's live session only for a
+// trusted caller or one whose cookie holds it: see hideHolder); or
+// ErrGuarded (see Request.StopAtDoor). A refused join costs
 // nothing of the steps after the one that refused it.
 func (a *Admission) Enter(r *http.Request, req Request, now time.Time) (waitroom.Session, error) {
 	ctx := r.Context()
@@ -153,12 +156,31 @@ func (a *Admission) Enter(r *http.Request, req Request, now time.Time) (waitroom
 	}
 	s, err := a.store.JoinWith(ctx, req.Room, jr, now)
 	if err != nil {
-		return waitroom.Session{}, err
+		return waitroom.Session{}, hideHolder(r, req, err)
 	}
 	if req.Cookie != nil {
 		SetCookie(req.Cookie, req.Room, s.ID, req.Secure)
 	}
 	return s, nil
+}
+
+// hideHolder keeps the live session of an already_joined error only for a
+// caller entitled to it: a trusted backend (it set the key itself, and
+// holds the admin token) or the holder, whose request carries the
+// session's cookie for the room. Anyone else gets the code without the
+// session: the key came from an invite, and whoever has a copy of the
+// link (forwarded, leaked, shoulder-surfed) must not get the id that
+// reads, moves and ends that place.
+func hideHolder(r *http.Request, req Request, err error) error {
+	var e *waitroom.Error
+	if req.Trusted || !errors.As(err, &e) || e.Code != waitroom.CodeAlreadyJoined || e.Session == nil {
+		return err
+	}
+	if id := SessionID(r, req.Room); id != "" && subtle.ConstantTimeCompare([]byte(id), []byte(e.Session.ID)) == 1 {
+		return err
+	}
+	return &waitroom.Error{Code: waitroom.CodeAlreadyJoined,
+		Message: "This invite's key already holds a place in this room. Open the line where that place was taken (the browser or app that joined first)."}
 }
 
 // trustedOnly checks what only a trusted caller may ask and returns the key

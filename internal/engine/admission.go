@@ -28,7 +28,10 @@ func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequ
 	t := r.clock(now)
 	s.begin(r, waitroom.EventSessions, t)
 	r.settle(t)
-	if err := firstErr(r.closedError(t), r.soldOutError()); err != nil {
+	// A spent token is refused before its key is looked at: an already_joined
+	// answer carries the key's live session, and a token whose uses are
+	// gone (a forwarded invite link) must not lead anyone to it.
+	if err := firstErr(r.closedError(t), r.soldOutError(), r.spendable(req.Uses, t)); err != nil {
 		after := s.commit(r)
 		r.mu.Unlock()
 		return waitroom.Session{}, firstErr(after(), err)
@@ -64,13 +67,10 @@ func (s *Store) JoinWith(ctx context.Context, name string, req waitroom.JoinRequ
 		return waitroom.Session{}, firstErr(after(), waitroom.NotHeld(r.name, r.cfg.HoldPlaces && r.preQueue()))
 	}
 	tier := r.cfg.TierIndex(req.Tier)
-	if err := r.spendable(req.Uses, t); tier < 0 || err != nil {
-		if tier < 0 {
-			err = waitroom.NoTierError(r.name, req.Tier)
-		}
+	if tier < 0 {
 		after := s.commit(r)
 		r.mu.Unlock()
-		return waitroom.Session{}, firstErr(after(), err)
+		return waitroom.Session{}, firstErr(after(), waitroom.NoTierError(r.name, req.Tier))
 	}
 	r.spend(req.Uses, t)
 	if r.preQueue() {

@@ -101,6 +101,13 @@ func (g *Gate) authEndpoint(w http.ResponseWriter, r *http.Request, redirects bo
 			}
 		}
 		setIdentity(h, d.claims)
+		if !g.trusted.FromProxy(r) {
+			// The answer goes back to whoever asked, and anyone holding a
+			// pass can ask: only a trusted proxy, which hands the identity
+			// to the app and not to the visitor, gets the session id (a
+			// secret). Room and ticket are public.
+			h.Del(gate.HeaderSession)
+		}
 		if redirects {
 			w.WriteHeader(http.StatusOK)
 		} else {

@@ -112,6 +112,11 @@ func (g *Gate) verify(room, token string, now time.Time) (gate.Claims, error) {
 	if err != nil {
 		return gate.Claims{}, err
 	}
+	if c.Session == "" {
+		// Signed by a key whose private half the gate lacks: it cannot read
+		// the session, so it cannot check, renew or record it.
+		return gate.Claims{}, fmt.Errorf("%w: the gate cannot open the pass's session seal", gate.ErrInvalidPass)
+	}
 	if g.verifiedN.Load() < maxVerified {
 		if _, loaded := g.verified.LoadOrStore(token, &verifiedPass{c: c}); !loaded {
 			g.verifiedN.Add(1)

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,4 +156,86 @@ func TestChallenge(t *testing.T) {
 	// An invite holder skips the puzzle.
 	tok := e.invites("pow", `{}`)[0]
 	e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/pow/sessions", joinBody(map[string]string{"invite": tok}))
+}
+
+// TestKeyedInviteNamesNobody checks that a copy of a keyed invite link
+// cannot reach its holder's session: spent, it answers 409 invite_used;
+// with uses left, 409 already_joined without the session. Only the holder
+// (its session cookie) and a trusted backend (the admin token) get the
+// live session back.
+func TestKeyedInviteNamesNobody(t *testing.T) {
+	e := newEnv(t)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/k", `{"capacity":0}`)
+	// Spent: one use, taken by its holder.
+	once := e.invites("k", `{"key":"alice"}`)[0]
+	alice := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/k/sessions", joinBody(map[string]string{"invite": once})))
+	ans := e.do(noAuth, "POST", "/v1/rooms/k/sessions", joinBody(map[string]string{"invite": once}))
+	wantError(t, ans, http.StatusConflict, waitroom.CodeInviteUsed)
+	wantNoID(t, "second claimant of a spent keyed invite", ans, alice.ID)
+
+	// Uses left: the key's place is taken, and not handed out.
+	twice := e.invites("k", `{"key":"bob","uses":2}`)[0]
+	bob := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/k/sessions", joinBody(map[string]string{"invite": twice})))
+	ans = e.do(noAuth, "POST", "/v1/rooms/k/sessions", joinBody(map[string]string{"invite": twice}))
+	wantError(t, ans, http.StatusConflict, waitroom.CodeAlreadyJoined)
+	wantNoID(t, "second claimant of a keyed invite with a use left", ans, bob.ID)
+	// Another session's cookie proves nothing.
+	ans = e.joinWithCookie("k", twice, alice.ID)
+	wantError(t, ans, http.StatusConflict, waitroom.CodeAlreadyJoined)
+	wantNoID(t, "a claimant holding another session's cookie", ans, bob.ID)
+	// The holder, by its cookie, gets its own place back.
+	ans = e.joinWithCookie("k", twice, bob.ID)
+	wantError(t, ans, http.StatusConflict, waitroom.CodeAlreadyJoined)
+	if !strings.Contains(string(ans.body), bob.ID) {
+		t.Fatalf("the holder's own claim = %s, want its session", ans.body)
+	}
+	// A trusted backend joining with the key gets the live session.
+	ans = e.do(withAdmin, "POST", "/v1/rooms/k/sessions", `{"key":"bob"}`)
+	wantError(t, ans, http.StatusConflict, waitroom.CodeAlreadyJoined)
+	if !strings.Contains(string(ans.body), bob.ID) {
+		t.Fatalf("a trusted keyed join = %s, want the live session", ans.body)
+	}
+	// Nobody lost a place, and the refusals spent nothing.
+	for _, s := range []waitroom.Session{alice, bob} {
+		if got := e.session(e.must(http.StatusOK, noAuth, "GET", "/v1/rooms/k/sessions/"+s.ID, "")); got.Status != waitroom.StatusWaiting {
+			t.Fatalf("%s after the refused claims: %s, want waiting", s.Key, got.Status)
+		}
+	}
+	if r, _ := e.store.Room(context.Background(), "k"); r.Waiting != 2 {
+		t.Fatalf("%d wait, want 2: refused claims make no session", r.Waiting)
+	}
+}
+
+// joinWithCookie joins room with invite and the waiting page's session
+// cookie holding id.
+func (e *env) joinWithCookie(room, invite, id string) answer {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.srv.URL+"/v1/rooms/"+room+"/sessions", strings.NewReader(joinBody(map[string]string{"invite": invite})))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: "waitroom-sid-" + room, Value: id})
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// wantNoID fails unless ans names no session: no "session" member, and
+// neither the id nor its secret half anywhere in it.
+func wantNoID(t *testing.T, what string, ans answer, id string) {
+	t.Helper()
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(ans.body, &v); err != nil || v["error"] == nil {
+		t.Fatalf("%s: %s is not an error: %v", what, ans.body, err)
+	}
+	if _, ok := v["session"]; ok || strings.Contains(string(ans.body), id[11:]) {
+		t.Fatalf("%s: the answer %s names the holder's session %s", what, ans.body, id)
+	}
 }

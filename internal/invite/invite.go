@@ -28,7 +28,11 @@
 //   - tier (optional): a priority tier name, up to 64 bytes of printable
 //     UTF-8.
 //   - key (optional): an identity key the person joins under, up to 256
-//     bytes of printable UTF-8.
+//     bytes of printable UTF-8. A key holds one live session per room: a
+//     join with a token whose uses are spent is refused as used before its
+//     key is looked at, and one whose key is already in line is refused as
+//     already joined, naming the live session only to its holder (the
+//     session's cookie). A copy of the link never reaches the place.
 //   - uses (optional): how many joins the token allows, 1 to 1000000;
 //     1 when absent.
 //   - exp (required): the expiry as an integer count of Unix seconds; the

@@ -95,8 +95,13 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 	case errors.As(err, &e) && e.Code == waitroom.CodeAlreadyJoined && e.Session != nil:
-		s = *e.Session // the invite's key is in line already: that place is theirs
-		admit.SetCookie(w, room, s.ID, h.secureCookie(r))
+		// The invite's key is in line already, in the place this browser's
+		// cookie holds (admit gives the session to no one else).
+		s = *e.Session
+	case errors.As(err, &e) && e.Code == waitroom.CodeAlreadyJoined:
+		// The key's place was taken elsewhere: this visitor keeps theirs.
+		h.doorPage(w, r, lang, room, *snap.Config, apierror.Status(e.Code), e.Message)
+		return
 	case errors.As(err, &e) && e.Message != "" && doorRefusal(e.Code):
 		h.doorPage(w, r, lang, room, *snap.Config, apierror.Status(e.Code), e.Message)
 		return

@@ -93,3 +93,63 @@ func TestDoorWithoutJavaScript(t *testing.T) {
 		t.Fatalf("the page after the invite does not show the presale line: %.300s", r.body)
 	}
 }
+
+// TestDoorKeyedInviteElsewhere: a copy of a keyed invite link, opened by
+// someone else, shows the door with 409 and neither hands over the
+// holder's place (no cookie with its id, no id on the page) nor ends the
+// visitor's own; the holder opening it again is back in its own place.
+func TestDoorKeyedInviteElsewhere(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	s.room("shop", config(0, ""))
+	now := time.Now()
+	toks, err := s.door.Issue(context.Background(), "shop", 1, "", "alice", 2, now.Add(time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(c *http.Client) reply {
+		t.Helper()
+		res, err := c.PostForm(s.srv.URL+"/r/shop/join", url.Values{"invite": {toks[0]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return reply{status: res.StatusCode, header: res.Header, body: string(b)}
+	}
+	sid := func(c *http.Client) string {
+		u, _ := url.Parse(s.srv.URL)
+		for _, k := range c.Jar.Cookies(u) {
+			if k.Name == "waitroom-sid-shop" {
+				return k.Value
+			}
+		}
+		return ""
+	}
+	holder := s.visitor()
+	if r := join(holder); r.status != http.StatusSeeOther {
+		t.Fatalf("the holder's join: %d, want 303 into the line", r.status)
+	}
+	alice := sid(holder)
+	other := s.visitor()
+	s.get(other, "/r/shop") // a place of their own first
+	own := sid(other)
+	if alice == "" || own == "" || own == alice {
+		t.Fatalf("sessions: holder %q, other %q; want two", alice, own)
+	}
+	r := join(other)
+	if r.status != http.StatusConflict || !strings.Contains(r.body, `data-door="error"`) {
+		t.Fatalf("someone else with the holder's invite: %d, want 409 on the door", r.status)
+	}
+	if got := sid(other); got != own || strings.Contains(r.body, alice[11:]) || strings.Contains(r.header.Get("Set-Cookie"), alice[11:]) {
+		t.Fatalf("someone else with the holder's invite got cookie %q (holder %q, own %q)", got, alice, own)
+	}
+	for _, id := range []string{alice, own} {
+		if got, err := s.store.Session(context.Background(), "shop", id, time.Now()); err != nil || !got.Status.Live() {
+			t.Fatalf("session %s after the refused claim: %v %v, want live", id, got.Status, err)
+		}
+	}
+	// The holder opening its link again stays in its own place.
+	if r := join(holder); r.status != http.StatusSeeOther || sid(holder) != alice {
+		t.Fatalf("the holder again: %d with cookie %q, want 303 and its place %q", r.status, sid(holder), alice)
+	}
+}
