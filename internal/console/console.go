@@ -9,8 +9,9 @@
 //
 //   - POST /admin/api/session {"token":"…"} signs in: 200
 //     {"csrf":"…","expires_at":"…"} and the cookie waitroom_console, or 401
-//     for a wrong token, and 429 rate_limited after five wrong tries a minute
-//     from one address (IPv6 per /64).
+//     for a wrong token, and 429 rate_limited after five wrong tokens a minute
+//     from one address (IPv6 per /64), counted together with wrong bearer
+//     tokens on the API (package admintoken).
 //   - GET /admin/api/session answers the same body while signed in, else 401.
 //   - DELETE /admin/api/session signs out (X-CSRF-Token required): 204.
 //
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 )
 
@@ -71,6 +73,11 @@ type Options struct {
 	TrustedProxies clientaddr.Trusted
 	// Logger receives sign-ins, refusals and store failures; nil discards.
 	Logger *slog.Logger
+	// AdminGuard limits wrong tokens per client address; give it the one
+	// the API's bearer token goes through, so that an address has one
+	// allowance for both. nil makes one for this console alone (over
+	// TrustedProxies, Clock and Logger, counted nowhere).
+	AdminGuard *admintoken.Guard
 }
 
 // Console is the operator console: its sign-in and its page. It is safe for
@@ -82,7 +89,7 @@ type Console struct {
 	lifetime time.Duration
 	trusted  clientaddr.Trusted
 	log      *slog.Logger
-	tries    *tries
+	guard    *admintoken.Guard
 }
 
 // New returns a Console configured by o. It panics without o.Ledger, a
@@ -100,6 +107,9 @@ func New(o Options) *Console {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.AdminGuard == nil {
+		o.AdminGuard = admintoken.New(admintoken.Config{Proxies: o.TrustedProxies, Clock: o.Clock, Logger: o.Logger})
+	}
 	return &Console{
 		keys:     newKeys(o.AdminToken),
 		ledger:   o.Ledger,
@@ -107,7 +117,7 @@ func New(o Options) *Console {
 		lifetime: o.Lifetime,
 		trusted:  o.TrustedProxies,
 		log:      o.Logger,
-		tries:    newTries(maxWrongTries, wrongTryWindow, maxTrackedAddresses),
+		guard:    o.AdminGuard,
 	}
 }
 
