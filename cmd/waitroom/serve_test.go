@@ -120,7 +120,11 @@ func TestShortAdminTokenRefused(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "memory", "--data", data}, tc.args...)
-			err := run(t.Context(), args, env(tc.env), &stdout, &stderr)
+			// A hang guard: a serve that accepted the token would serve
+			// until its context ends.
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			err := run(ctx, args, env(tc.env), &stdout, &stderr)
 			if code := exitCode(err, &bytes.Buffer{}); code != 2 {
 				t.Fatalf("exit code %d (error %v), want 2", code, err)
 			}
