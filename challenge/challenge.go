@@ -7,9 +7,15 @@
 // SHA-256(salt + decimal(n)) is the challenge hash. The server picks n at
 // random, so a client needs maxnumber/2 hashes on average, while checking an
 // answer costs the server one hash and one HMAC. The salt carries the
-// challenge's expiry and room as URL query parameters after a '?'; because
-// the hash covers the salt and the HMAC signature covers the hash, neither
-// can be changed without the key.
+// challenge's expiry, room and difficulty as URL query parameters after a
+// '?', and ends with '&'. The HMAC signature covers the hash and the hash
+// covers salt + number; because the salt ends with a byte that is not a
+// digit and the number is nothing but digits (without a leading zero),
+// that text splits into salt and number one way only, so no part of the
+// salt can be changed without the key. (Without the terminator, digits of
+// the number could be moved onto the end of the last parameter: a cheap
+// solution's max=20000 and number 19664 become max=200001966 and number 4.
+// Verify refuses a salt that does not end with '&'.)
 //
 // The package keeps no state: Verify reports each solved challenge's ID and
 // expiry, and the caller records the ID until then to make every solution
@@ -79,7 +85,7 @@ type Solved struct {
 	// is not needed after it.
 	Expires time.Time
 	// MaxNumber is the difficulty the challenge was issued with (its salt's
-	// signed max parameter); 0 for a challenge issued without one.
+	// signed max parameter), always at least 1.
 	MaxNumber int64
 }
 
@@ -148,7 +154,7 @@ func (i *Issuer) Issue(room string, maxNumber int64, now time.Time) (Challenge, 
 		return Challenge{}, err
 	}
 
-	salt := make([]byte, 0, 2*12+len("?expires=&room=")+20+len(escRoom))
+	salt := make([]byte, 0, 2*12+len("?expires=&room=&max=&")+2*20+len(escRoom))
 	salt = hex.AppendEncode(salt, r[:12])
 	salt = append(salt, "?expires="...)
 	salt = strconv.AppendInt(salt, now.Add(i.ttl).Unix(), 10)
@@ -156,6 +162,7 @@ func (i *Issuer) Issue(room string, maxNumber int64, now time.Time) (Challenge, 
 	salt = append(salt, escRoom...)
 	salt = append(salt, "&max="...)
 	salt = strconv.AppendInt(salt, maxNumber, 10)
+	salt = append(salt, saltEnd)
 
 	sum := hashNumber(salt, n)
 	chal := hex.EncodeToString(sum[:])
@@ -168,6 +175,10 @@ func (i *Issuer) Issue(room string, maxNumber int64, now time.Time) (Challenge, 
 		Signature: string(sig),
 	}, nil
 }
+
+// saltEnd ends every salt: a byte that is never a digit, so that the
+// hashed text salt + decimal(number) splits into the two one way only.
+const saltEnd = '&'
 
 // uniform returns a number uniform in [0, n), starting from the random u
 // and drawing more only in the rare case that u falls in the last, partial
@@ -214,7 +225,11 @@ func errNumber() error {
 }
 
 func errParams() error {
-	return waitroom.Errorf(waitroom.CodeChallengeInvalid, "The proof-of-work challenge lacks a valid expiry or room.")
+	return waitroom.Errorf(waitroom.CodeChallengeInvalid, "The proof-of-work challenge lacks a valid expiry, room or difficulty.")
+}
+
+func errUnterminated() error {
+	return waitroom.Errorf(waitroom.CodeChallengeExpired, "The proof-of-work challenge is of an older form or was altered; solve the new one.")
 }
 
 func errExpired() error {
@@ -230,7 +245,11 @@ func errWrongRoom() error {
 // itself. The error is a *waitroom.Error: CodeChallengeInvalid for anything
 // malformed, unsigned or unsolved, and, only for a correctly signed and
 // solved challenge, CodeChallengeExpired once its expiry is not after now
-// or CodeChallengeWrongRoom when it was issued for another room.
+// or CodeChallengeWrongRoom when it was issued for another room. A
+// solution whose salt does not end with '&' is refused as expired too: it
+// was issued before salts were terminated, or its number's digits were
+// moved into the salt (see the package comment); either way the client
+// should solve a fresh challenge.
 //
 // Verify does not detect replays; see Solved.
 func (i *Issuer) Verify(payload, room string, now time.Time) (Solved, error) {
@@ -278,6 +297,11 @@ func (i *Issuer) Verify(payload, room string, now time.Time) (Solved, error) {
 		return Solved{}, errNumber()
 	}
 
+	// The salt must end with the terminator, or its last parameter could
+	// have been lengthened with the number's leading digits.
+	if len(s.salt) == 0 || s.salt[len(s.salt)-1] != saltEnd {
+		return Solved{}, errUnterminated()
+	}
 	expires, saltRoom, maxN, ok := saltParams(s.salt)
 	if !ok {
 		return Solved{}, errParams()
@@ -293,10 +317,10 @@ func (i *Issuer) Verify(payload, room string, now time.Time) (Solved, error) {
 }
 
 // saltParams returns the expires, room and max parameters of a salt
-// "<random>?expires=<unix seconds>&room=<query-escaped room>&max=<maxnumber>".
-// max is optional (0 when absent); other parameters are ignored; a missing,
-// repeated or malformed expires or room, or a repeated or malformed max,
-// is not ok.
+// "<random>?expires=<unix seconds>&room=<query-escaped room>&max=<maxnumber>&".
+// Other parameters and empty ones (the terminating '&' makes one) are
+// ignored; a missing, repeated or malformed expires, room or max, or a max
+// of 0, is not ok.
 func saltParams(salt []byte) (expires int64, room string, maxN int64, ok bool) {
 	q := -1
 	for j, c := range salt {
@@ -329,13 +353,13 @@ func saltParams(salt []byte) (expires int64, room string, maxN int64, ok bool) {
 			room, haveRoom = r, true
 		case "max":
 			n, good := parseUint(v)
-			if haveMax || !good || n > MaxNumberLimit {
+			if haveMax || !good || n < 1 || n > MaxNumberLimit {
 				return 0, "", 0, false
 			}
 			maxN, haveMax = int64(n), true
 		}
 	}
-	return expires, room, maxN, haveExp && haveRoom
+	return expires, room, maxN, haveExp && haveRoom && haveMax
 }
 
 // cut splits b at the first sep, dropping it.

@@ -79,7 +79,7 @@ func TestRoundTrip(t *testing.T) {
 	if c.Algorithm != "SHA-256" || len(c.Challenge) != 64 || len(c.Signature) != 64 || c.MaxNumber != 5000 {
 		t.Fatalf("challenge = %+v", c)
 	}
-	if want := "?expires=1750000060&room=sale-2025&max=5000"; !strings.HasSuffix(c.Salt, want) || len(c.Salt) != 24+len(want) {
+	if want := "?expires=1750000060&room=sale-2025&max=5000&"; !strings.HasSuffix(c.Salt, want) || len(c.Salt) != 24+len(want) {
 		t.Fatalf("salt = %q, want 24 hex digits then %q", c.Salt, want)
 	}
 	s, err := iss.Verify(p, "sale-2025", t0.Add(59*time.Second))
@@ -184,6 +184,10 @@ func TestVerifyRejects(t *testing.T) {
 		"wrong algorithm":    with("algorithm", "SHA-1"),
 		"lowercase alg":      with("algorithm", "sha-256"),
 		"tampered salt":      with("salt", strings.Replace(c.Salt, "room=room-a", "room=room-b", 1)),
+		"higher max":         with("salt", strings.Replace(c.Salt, "max=2000&", "max=20000&", 1)),
+		"salt with a suffix": with("salt", c.Salt+"x=1&"),
+		"salt cut short":     with("salt", strings.TrimSuffix(c.Salt, "&")),
+		"number into salt":   with("salt", c.Salt+m["number"].(json.Number).String()),
 		"later expiry":       with("salt", strings.Replace(c.Salt, "expires=17", "expires=27", 1)),
 		"tampered signature": with("signature", flip(c.Signature)),
 		"upper signature":    with("signature", strings.ToUpper(c.Signature)),
@@ -248,8 +252,8 @@ func TestRoomEscaping(t *testing.T) {
 	iss := challenge.New(testKey, time.Minute)
 	for _, room := range []string{"a&room=b", "spaces and +plus", "é/ü?x=1", "%41"} {
 		c, p := issueSolved(t, iss, room, 100)
-		if strings.Count(c.Salt, "&") != 2 || strings.Count(c.Salt, "?") != 1 {
-			t.Errorf("room %q: salt %q has other separators than its three", room, c.Salt)
+		if strings.Count(c.Salt, "&") != 3 || strings.Count(c.Salt, "?") != 1 || !strings.HasSuffix(c.Salt, "&") {
+			t.Errorf("room %q: salt %q has other separators than its four", room, c.Salt)
 		}
 		if _, err := iss.Verify(p, room, t0); err != nil {
 			t.Errorf("room %q: Verify: %v", room, err)
@@ -448,4 +452,41 @@ func BenchmarkSolve(b *testing.B) {
 		challenge.Solve(context.Background(), c)
 	}
 	b.ReportMetric(float64(b.N)*100_001/b.Elapsed().Seconds(), "hashes/s")
+}
+
+// TestSplicedNumberRefused: the hashed text is salt + number, so the
+// number's leading digits could be moved onto the end of the salt, whose
+// last parameter was max: max=20000 and number 19664 hash as max=200001966
+// and number 4. Every such split is refused, as expired with the advice to
+// solve a fresh challenge, since an unterminated salt is also what a
+// challenge issued before salts ended with '&' looks like.
+func TestSplicedNumberRefused(t *testing.T) {
+	iss := challenge.New(testKey, time.Minute)
+	var c challenge.Challenge
+	var digits string
+	for len(digits) < 3 { // a number of three digits or more, for two splits at least
+		var p string
+		c, p = issueSolved(t, iss, "room-a", 20_000)
+		digits = fields(t, p)["number"].(json.Number).String()
+	}
+	for k := 1; k < len(digits); k++ {
+		moved, left := digits[:k], digits[k:]
+		if left[0] == '0' {
+			continue // not a canonical number: refused by the parser already
+		}
+		for _, tc := range []struct {
+			name, salt string
+			want       waitroom.Code
+		}{
+			{"after the salt", c.Salt + moved, waitroom.CodeChallengeExpired},                    // hashes right, unterminated
+			{"onto max", strings.TrimSuffix(c.Salt, "&") + moved, waitroom.CodeChallengeInvalid}, // the terminator is hashed too
+		} {
+			p := `{"algorithm":"SHA-256","challenge":"` + c.Challenge + `","number":` + left + `,"salt":"` + tc.salt + `","signature":"` + c.Signature + `"}`
+			s, err := iss.Verify(p, "room-a", t0)
+			if err == nil {
+				t.Fatalf("%d digits moved %s: accepted with max %d, want refused", k, tc.name, s.MaxNumber)
+			}
+			wantCode(t, err, tc.want)
+		}
+	}
 }

@@ -23,7 +23,7 @@ func FuzzVerify(f *testing.F) {
 	iss := New([]byte("fuzzing key, 16+ bytes"), time.Minute)
 	// Not Issue: fuzzing workers run this setup again, and the seeds the
 	// coordinator made must stay valid in every one of them.
-	c := fixedChallenge(iss, "0123456789abcdef01234567?expires=1750000060&room=room-a", 568)
+	c := fixedChallenge(iss, "0123456789abcdef01234567?expires=1750000060&room=room-a&max=1000&", 568)
 	valid, err := Solve(context.Background(), c)
 	if err != nil {
 		f.Fatal(err)
@@ -42,6 +42,10 @@ func FuzzVerify(f *testing.F) {
 		strings.Replace(string(text), `"number":`, `"number":1`, 1),
 		strings.Replace(string(text), `"number":`, `"number":-`, 1),
 		strings.Replace(string(text), `"salt":"`, `"salt":"\ud800\udc00\u00e9`, 1),
+		// The number's digits moved into the salt, with and without its
+		// terminator: each still hashes to the signed challenge.
+		spliced(c, c.Salt+"5", "68"), spliced(c, c.Salt+"56", "8"),
+		spliced(c, strings.TrimSuffix(c.Salt, "&")+"5", "68"), spliced(c, strings.TrimSuffix(c.Salt, "&")+"56", "8"),
 		string(text[:len(text)-1]) + `,"x":[{"y":[1.5e-3,true,false,null,"\n"]}]}`,
 		"", "{", "}", "{}", "[]", `{"number":0}`, "null", "e30=", "e30", "!!!!", "\x00\xff",
 		strings.Repeat("[", 100), `{"a":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "}",
@@ -55,7 +59,7 @@ func FuzzVerify(f *testing.F) {
 		if err == nil {
 			// Nobody without the key can sign, so the seed is the only
 			// solution there is.
-			if s.ID != c.Challenge || !s.Expires.Equal(now.Add(time.Minute)) {
+			if s.ID != c.Challenge || !s.Expires.Equal(now.Add(time.Minute)) || s.MaxNumber != 1000 {
 				t.Fatalf("Verify(%q) = %+v, want the seed's challenge", payload, s)
 			}
 			if _, err := iss.Verify(payload, "room-b", now); waitroom.ErrorCode(err) != waitroom.CodeChallengeWrongRoom {
@@ -111,6 +115,11 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// spliced is the JSON of a solution to c with salt and number replaced.
+func spliced(c Challenge, salt, number string) string {
+	return `{"algorithm":"SHA-256","challenge":"` + c.Challenge + `","number":` + number + `,"salt":"` + salt + `","signature":"` + c.Signature + `"}`
 }
 
 // fixedChallenge returns the challenge of secret number n with salt,

@@ -76,25 +76,28 @@ func TestSaltParams(t *testing.T) {
 		ok      bool
 		max     int64
 	}{
-		{"abc?expires=17&room=r", 17, "r", true, 0},
+		{"abc?expires=17&room=r&max=5000&", 17, "r", true, 5000},
 		{"abc?expires=17&room=r&max=5000", 17, "r", true, 5000},
-		{"abc?expires=17&room=r&max=1&max=2", 0, "", false, 0},
-		{"abc?expires=17&room=r&max=-3", 0, "", false, 0},
-		{"abc?expires=17&room=r&max=9007199254740992", 0, "", false, 0},
-		{"abc?room=a%26b+c&x=1&expires=0", 0, "a&b c", true, 0},
-		{"abc?expires=17", 0, "", false, 0},
-		{"abc?room=r", 0, "", false, 0},
-		{"abc&expires=17&room=r", 0, "", false, 0},
-		{"abc?expires=17&room=r&room=s", 0, "", false, 0},
-		{"abc?expires=17&expires=18&room=r", 0, "", false, 0},
-		{"abc?expires=-1&room=r", 0, "", false, 0},
-		{"abc?expires=99999999999999999999&room=r", 0, "", false, 0},
-		{"abc?expires=9223372036854775808&room=r", 0, "", false, 0},
-		{"abc?expires=17&room=%zz", 0, "", false, 0},
+		{"abc?room=a%26b+c&x=1&max=1&expires=0&", 0, "a&b c", true, 1},
+		{"abc?expires=17&room=r", 0, "", false, 0},
+		{"abc?expires=17&room=r&max=0&", 0, "", false, 0},
+		{"abc?expires=17&room=r&max=&", 0, "", false, 0},
+		{"abc?expires=17&room=r&max=1&max=2&", 0, "", false, 0},
+		{"abc?expires=17&room=r&max=-3&", 0, "", false, 0},
+		{"abc?expires=17&room=r&max=9007199254740992&", 0, "", false, 0},
+		{"abc?expires=17&max=1&", 0, "", false, 0},
+		{"abc?room=r&max=1&", 0, "", false, 0},
+		{"abc&expires=17&room=r&max=1&", 0, "", false, 0},
+		{"abc?expires=17&room=r&room=s&max=1&", 0, "", false, 0},
+		{"abc?expires=17&expires=18&room=r&max=1&", 0, "", false, 0},
+		{"abc?expires=-1&room=r&max=1&", 0, "", false, 0},
+		{"abc?expires=99999999999999999999&room=r&max=1&", 0, "", false, 0},
+		{"abc?expires=9223372036854775808&room=r&max=1&", 0, "", false, 0},
+		{"abc?expires=17&room=%zz&max=1&", 0, "", false, 0},
 	} {
 		exp, room, maxN, ok := saltParams([]byte(tc.salt))
 		if ok != tc.ok || ok && (exp != tc.expires || room != tc.room || maxN != tc.max) {
-			t.Errorf("saltParams(%q) = %d, %q, %v; want %d, %q, %v", tc.salt, exp, room, ok, tc.expires, tc.room, tc.ok)
+			t.Errorf("saltParams(%q) = %d, %q, %d, %v; want %d, %q, %d, %v", tc.salt, exp, room, maxN, ok, tc.expires, tc.room, tc.max, tc.ok)
 		}
 	}
 }

@@ -32,7 +32,7 @@ pids+=("$rpid")
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 targets=() spids=()
 for i in $(seq "$SERVERS"); do
-	"$dir/waitroom" serve --addr 127.0.0.1:0 --data "$dir/d$i" --store "redis://127.0.0.1:$port" --admin-token T \
+	"$dir/waitroom" serve --addr 127.0.0.1:0 --data "$dir/d$i" --store "redis://127.0.0.1:$port" --admin-token bench-admin-token-0123 \
 		--join-limit 0 >"$dir/s$i.out" 2>"$dir/s$i.err" &
 	spids+=($!)
 	pids+=($!)
@@ -50,17 +50,17 @@ if [[ ${MODE:-capacity} == rate ]]; then
 else
 	room="{\"capacity\":$ADMITS,\"active_timeout\":\"1m\""
 fi
-curl -sf -X PUT "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer T" -d "$room,\"paused\":true}" >/dev/null
+curl -sf -X PUT "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer bench-admin-token-0123" -d "$room,\"paused\":true}" >/dev/null
 (
 	set +e
 	# Open once everyone is in line, or 20 s after the arrivals should
 	# have ended (some joins may have failed).
 	for _ in $(seq $(( (USERS / RATE + 20) * 2 ))); do
-		w=$(curl -sf "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer T" | python3 -c 'import json, sys; print(json.load(sys.stdin)["waiting"])' 2>/dev/null)
+		w=$(curl -sf "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer bench-admin-token-0123" | python3 -c 'import json, sys; print(json.load(sys.stdin)["waiting"])' 2>/dev/null)
 		[[ $w =~ ^[0-9]+$ ]] && (( w >= USERS )) && break
 		sleep 0.5
 	done
-	curl -sf -X PUT "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer T" -d "$room}" >/dev/null
+	curl -sf -X PUT "${targets[0]}/v1/rooms/scale" -H "Authorization: Bearer bench-admin-token-0123" -d "$room}" >/dev/null
 	date +%s%3N >"$dir/opened"
 ) &
 pids+=($!)
@@ -74,7 +74,7 @@ done >"$dir/samples.log" ) &
 pids+=($!)
 duration=$(( USERS / RATE + HOLD_SECONDS ))
 "$dir/waitroom" load --target "$list" --room scale --users "$USERS" --rate "$RATE" --hold 1s \
-	--duration "${duration}s" --workers "$WORKERS" --sources "$SOURCES" --admin-token T \
+	--duration "${duration}s" --workers "$WORKERS" --sources "$SOURCES" --admin-token bench-admin-token-0123 \
 	--check-every "${CHECK_EVERY:-0s}" --json "$dir/result.json" --chart none 2>"$dir/load.err" | tee "$dir/load.out"
 python3 - "$dir/result.json" "$dir/samples.log" "$idle" "$(getconf CLK_TCK)" "$(cat "$dir/opened" 2>/dev/null || echo 0)" <<'PY'
 import json, sys, datetime

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/console"
@@ -121,7 +122,10 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 	// wait for them.
 	s.onShutdown = append(s.onShutdown, hub.Close)
 
-	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Secure: secure, Logger: logger})
+	// One allowance of wrong admin tokens per address, for the API's
+	// bearer token and the console's sign-in alike.
+	guard := admintoken.New(admintoken.Config{Proxies: proxies, Clock: clock, Logger: logger, Registry: s.reg})
+	cons := console.New(console.Options{AdminToken: s.token, Ledger: store, Clock: clock, TrustedProxies: proxies, Secure: secure, Logger: logger, AdminGuard: guard})
 	var consoleAuth httpapi.Authorizer = cons
 	consoleHandler := cons.Handler()
 	if cfg.ConsoleHost != "" {
@@ -129,7 +133,7 @@ func (s *Server) assemble(ctx context.Context) (http.Handler, error) {
 		consoleHandler = consoleOnHost(cfg.ConsoleHost, consoleHandler)
 	}
 	api := httpapi.NewHandler(httpapi.Config{
-		Store: store, AdminToken: s.token, Clock: clock, Logger: logger, Registry: s.reg,
+		Store: store, AdminToken: s.token, AdminGuard: guard, Clock: clock, Logger: logger, Registry: s.reg,
 		Stats: stats, Console: consoleAuth, Hub: hub, Fill: fill, Admit: adm, MaxStreams: maxStreams(cfg.MaxConnections),
 		MaxStreamsPerSession: cfg.MaxStreamsPerSession, MaxStreamsPerAddress: cfg.streamsPerAddress(), TrustedProxies: proxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate, OnWebhooks: kickHooks,

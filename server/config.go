@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/gate"
@@ -44,6 +45,7 @@ type Config struct {
 
 	// AdminToken guards the admin API and the console. Empty: read from
 	// DataDir/admin-token, which is generated (mode 0600) on first start.
+	// Set by hand (here or in the file), it must be at least 16 characters.
 	AdminToken string
 
 	// Logger receives the server's log; nil discards it.
@@ -203,6 +205,9 @@ func (c Config) Check() error {
 	switch {
 	case c.DataDir == "":
 		return fmt.Errorf("--data must not be empty")
+	case c.AdminToken != "" && utf8.RuneCountInString(c.AdminToken) < minAdminTokenLen:
+		return fmt.Errorf("--admin-token must be at least %d characters, not %d (leave it unset to have one generated)",
+			minAdminTokenLen, utf8.RuneCountInString(c.AdminToken))
 	case c.Store == nil && !knownStore(c.StoreURL):
 		return fmt.Errorf("--store must be empty (embedded SQLite), \"memory\" or a Redis URL (redis://, rediss://, redis+cluster://, redis+sentinel://), not %q", RedactURL(c.StoreURL))
 	case c.RedisAckReplicas < redisstore.AckAuto:
@@ -247,6 +252,12 @@ func (c Config) Check() error {
 	}
 	return nil
 }
+
+// minAdminTokenLen is the shortest admin token set by hand (--admin-token or
+// the token file) that a server starts with: wrong tokens are limited to
+// five a minute per address (package admintoken), which is no defence for
+// a token short enough to guess.
+const minAdminTokenLen = 16
 
 // publicURL is PublicURL without a trailing slash, "" when unset.
 func (c Config) publicURL() string {

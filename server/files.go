@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // tokenFileName holds the generated admin token inside the data folder.
@@ -21,10 +22,7 @@ const tokenFileName = "admin-token"
 // is built, so that an operator can find it.
 func adminToken(cfg Config) (tok, note string, err error) {
 	if cfg.AdminToken != "" {
-		if len(cfg.AdminToken) < 16 {
-			cfg.Logger.Warn("the admin token is shorter than 16 characters and easy to guess")
-		}
-		return cfg.AdminToken, "", nil
+		return cfg.AdminToken, "", nil // its length was checked by Config.Check
 	}
 	path := filepath.Join(cfg.DataDir, tokenFileName)
 	if abs, err := filepath.Abs(path); err == nil {
@@ -75,6 +73,9 @@ func readToken(path string, logger *slog.Logger) (string, error) {
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
 		return "", fmt.Errorf("admin token file %s is empty; delete it to have a new token generated, or set --admin-token", path)
+	}
+	if n := utf8.RuneCountInString(tok); n < minAdminTokenLen {
+		return "", fmt.Errorf("admin token file %s holds %d characters, want at least %d; delete it to have a new token generated", path, n, minAdminTokenLen)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		logger.Warn("the admin token file can be read by other users; chmod 600 it", "path", path, "mode", fi.Mode().Perm().String())

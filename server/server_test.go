@@ -201,6 +201,9 @@ func TestConfigCheck(t *testing.T) {
 		{"per-address streams below auto", func(c *Config) { c.MaxStreamsPerAddress = -2 }, "--max-streams-per-address"},
 		{"negative per-session streams", func(c *Config) { c.MaxStreamsPerSession = -1 }, "--max-streams-per-session"},
 		{"zero values take defaults", func(c *Config) { *c = Config{DataDir: "x"} }, ""},
+		{"short admin token", func(c *Config) { c.AdminToken = "fifteen-chars.." }, "--admin-token must be at least 16 characters, not 15"},
+		{"short in characters, long in bytes", func(c *Config) { c.AdminToken = "ééééééééééééééé" }, "--admin-token must be at least 16"},
+		{"admin token of 16", func(c *Config) { c.AdminToken = "sixteen-chars..." }, ""},
 	} {
 		cfg := testConfig(t)
 		tc.edit(&cfg)
@@ -213,6 +216,23 @@ func TestConfigCheck(t *testing.T) {
 		case err != nil && strings.Contains(err.Error(), "hunter2"):
 			t.Errorf("%s: %v shows a password", tc.name, err)
 		}
+	}
+}
+
+// TestShortTokenFileRefused: a token file written by hand with fewer than
+// 16 characters stops the start, as a short --admin-token does.
+func TestShortTokenFileRefused(t *testing.T) {
+	cfg := testConfig(t)
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "admin-token"), []byte("short-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(t.Context(), cfg)
+	if err == nil {
+		srv.Close()
+		t.Fatal("New with an 11-character token file succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), "holds 11 characters, want at least 16") {
+		t.Fatalf("New: %v, want the token file's length refused", err)
 	}
 }
 

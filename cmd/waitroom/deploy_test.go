@@ -291,7 +291,7 @@ func TestComposeRunsTwoServersOnOneRedis(t *testing.T) {
 		}
 		args := append(tool[1:], "-f", filepath.Join(repoRoot, "compose.yaml"), "config")
 		cmd := exec.Command(p, args...)
-		cmd.Env = append(os.Environ(), "WAITROOM_ADMIN_TOKEN=x")
+		cmd.Env = append(os.Environ(), "WAITROOM_ADMIN_TOKEN=compose-config-test-token")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("%s config: %v\n%s", strings.Join(tool, " "), err, out)

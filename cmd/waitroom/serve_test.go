@@ -105,15 +105,48 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
+// TestShortAdminTokenRefused: an admin token set by hand shorter than 16
+// characters, by flag or environment, stops serve before it starts: one
+// line naming the flag, exit status 2, nothing written to the data folder.
+func TestShortAdminTokenRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+	}{
+		"flag": {[]string{"--admin-token", "short"}, nil},
+		"env":  {nil, map[string]string{"WAITROOM_ADMIN_TOKEN": "fifteen-chars.."}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "memory", "--data", data}, tc.args...)
+			// A hang guard: a serve that accepted the token would serve
+			// until its context ends.
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			err := run(ctx, args, env(tc.env), &stdout, &stderr)
+			if code := exitCode(err, &bytes.Buffer{}); code != 2 {
+				t.Fatalf("exit code %d (error %v), want 2", code, err)
+			}
+			if !strings.Contains(stderr.String(), "--admin-token must be at least 16 characters") || strings.Count(stderr.String(), "\n") > 3 {
+				t.Errorf("stderr = %q, want the one-line refusal naming --admin-token", stderr.String())
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Errorf("the data folder exists after the refusal (%v), want nothing written", err)
+			}
+		})
+	}
+}
+
 func TestParseServeFlagsBeatEnvBeatDefaults(t *testing.T) {
 	allEnv := map[string]string{
 		"WAITROOM_ADDR":        "127.0.0.1:9000",
 		"WAITROOM_DATA":        "/env/data",
 		"WAITROOM_STORE":       "memory",
-		"WAITROOM_ADMIN_TOKEN": "env-token",
+		"WAITROOM_ADMIN_TOKEN": "env-token-0123456789",
 		"WAITROOM_LOG_FORMAT":  "json",
 	}
-	allFlags := []string{"--addr", "127.0.0.1:7000", "--data", "/flag/data", "--store", "", "--admin-token", "flag-token", "--log-format", "text"}
+	allFlags := []string{"--addr", "127.0.0.1:7000", "--data", "/flag/data", "--store", "", "--admin-token", "flag-token-0123456789", "--log-format", "text"}
 	// parsed is what the case checks of serve's options.
 	type parsed struct{ addr, data, store, adminToken, logFormat string }
 	defaults := parsed{addr: ":8080", data: "./waitroom-data", logFormat: "text"}
@@ -124,9 +157,9 @@ func TestParseServeFlagsBeatEnvBeatDefaults(t *testing.T) {
 		want parsed
 	}{
 		{"defaults", nil, nil, defaults},
-		{"env beats defaults", nil, allEnv, parsed{addr: "127.0.0.1:9000", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
-		{"flags beat env", allFlags, allEnv, parsed{addr: "127.0.0.1:7000", data: "/flag/data", store: "", adminToken: "flag-token", logFormat: "text"}},
-		{"single dash flags", []string{"-addr", "127.0.0.1:1"}, allEnv, parsed{addr: "127.0.0.1:1", data: "/env/data", store: "memory", adminToken: "env-token", logFormat: "json"}},
+		{"env beats defaults", nil, allEnv, parsed{addr: "127.0.0.1:9000", data: "/env/data", store: "memory", adminToken: "env-token-0123456789", logFormat: "json"}},
+		{"flags beat env", allFlags, allEnv, parsed{addr: "127.0.0.1:7000", data: "/flag/data", store: "", adminToken: "flag-token-0123456789", logFormat: "text"}},
+		{"single dash flags", []string{"-addr", "127.0.0.1:1"}, allEnv, parsed{addr: "127.0.0.1:1", data: "/env/data", store: "memory", adminToken: "env-token-0123456789", logFormat: "json"}},
 		{"empty env is unset", nil, map[string]string{"WAITROOM_ADDR": "", "WAITROOM_DATA": ""}, defaults},
 		{"redis url accepted by the parser", []string{"--store", "rediss://h:6380/0"}, nil, parsed{addr: ":8080", data: "./waitroom-data", store: "rediss://h:6380/0", logFormat: "text"}},
 	} {

@@ -79,7 +79,7 @@ var serveFlags = []serveFlag{
 			o.cfg.RedisAckTimeout, err = duration("--redis-ack-timeout", v, time.Millisecond, time.Minute, "a duration from 1ms to 1m such as 1s")
 			return err
 		}},
-	{name: "admin-token", env: "WAITROOM_ADMIN_TOKEN", help: "bearer `token` for the admin API; when unset, it is read from <data>/admin-token,\nwhich is generated (mode 0600) on first start",
+	{name: "admin-token", env: "WAITROOM_ADMIN_TOKEN", help: "bearer `token` for the admin API, at least 16 characters; when unset, it is read from\n<data>/admin-token, which is generated (mode 0600) on first start",
 		set: func(o *serveOptions, v string) error { o.cfg.AdminToken = v; return nil }},
 	{name: "log-format", env: "WAITROOM_LOG_FORMAT", def: "text", help: "log `format` on stderr: text or json",
 		set: func(o *serveOptions, v string) error {

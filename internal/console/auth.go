@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/apierror"
-	"github.com/waitroom/waitroom/internal/limit"
 	"github.com/waitroom/waitroom/internal/reqbody"
 )
 
@@ -239,38 +239,34 @@ func parseSignIn(b []byte) (string, error) {
 	return in.Token, nil
 }
 
-// signIn exchanges the admin token for a session. A try is counted against
-// the client's address before the token is looked at, and given back when
-// the token is right, so even racing requests make at most maxWrongTries
-// wrong guesses a minute; a limited address is refused whatever it sends.
+// signIn exchanges the admin token for a session. The token is compared,
+// then reported to the admin-token guard, which counts a wrong one against
+// the client's address and refuses an address that has had too many with
+// 429 whatever it sends (the decision and the count are one step, so even
+// racing requests get at most admintoken.DefaultMaxWrong wrong answers a minute).
+// A body that is not a sign-in at all is no guess and is not counted.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) error {
 	if crossSite(r) {
 		return errCrossSite
 	}
 	addr := c.trusted.Client(r)
-	now := c.clock.Now()
-	at, ok, wait := c.tries.begin(addr, now)
-	if !ok {
-		c.log.Warn("console: sign-in refused, too many wrong tokens", "addr", addr.String(), "retry_after", wait.Round(time.Second))
-		return &limit.RetryError{After: wait, Err: waitroom.Errorf(waitroom.CodeRateLimited,
-			"Too many wrong tokens from your address; try again in %s.", seconds(wait))}
-	}
 	b, err := readBody(w, r)
 	if err != nil {
-		c.tries.forgive(addr, at)
 		return err
 	}
 	token, err := parseSignIn(b)
 	if err != nil {
-		c.tries.forgive(addr, at)
 		return err
 	}
-	if !c.keys.tokenOK(token) {
-		c.log.Warn("console: sign-in with a wrong admin token", "addr", addr.String())
+	right := c.keys.tokenOK(token)
+	if err := c.guard.Check(r, right, admintoken.ViaConsole); err != nil {
+		return err
+	}
+	if !right {
 		return errWrongToken
 	}
-	c.tries.forgive(addr, at)
 
+	now := c.clock.Now()
 	expires := now.Add(c.lifetime).Truncate(time.Millisecond)
 	id, err := newID(expires)
 	if err != nil {

@@ -9,8 +9,9 @@
 //
 //   - POST /admin/api/session {"token":"…"} signs in: 200
 //     {"csrf":"…","expires_at":"…"} and the cookie waitroom_console, or 401
-//     for a wrong token, and 429 rate_limited after five wrong tries a minute
-//     from one address (IPv6 per /64).
+//     for a wrong token, and 429 rate_limited after five wrong tokens a minute
+//     from one address (IPv6 per /64), counted together with wrong bearer
+//     tokens on the API (package admintoken).
 //   - GET /admin/api/session answers the same body while signed in, else 401.
 //   - DELETE /admin/api/session signs out (X-CSRF-Token required): 204.
 //
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 )
 
@@ -76,6 +78,11 @@ type Options struct {
 	Secure bool
 	// Logger receives sign-ins, refusals and store failures; nil discards.
 	Logger *slog.Logger
+	// AdminGuard limits wrong tokens per client address; give it the one
+	// the API's bearer token goes through, so that an address has one
+	// allowance for both. nil makes one for this console alone (over
+	// TrustedProxies, Clock and Logger, counted nowhere).
+	AdminGuard *admintoken.Guard
 }
 
 // Console is the operator console: its sign-in and its page. It is safe for
@@ -88,7 +95,7 @@ type Console struct {
 	trusted  clientaddr.Trusted
 	secure   bool
 	log      *slog.Logger
-	tries    *tries
+	guard    *admintoken.Guard
 }
 
 // New returns a Console configured by o. It panics without o.Ledger, a
@@ -106,6 +113,9 @@ func New(o Options) *Console {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.AdminGuard == nil {
+		o.AdminGuard = admintoken.New(admintoken.Config{Proxies: o.TrustedProxies, Clock: o.Clock, Logger: o.Logger})
+	}
 	return &Console{
 		keys:     newKeys(o.AdminToken),
 		ledger:   o.Ledger,
@@ -114,7 +124,7 @@ func New(o Options) *Console {
 		trusted:  o.TrustedProxies,
 		secure:   o.Secure,
 		log:      o.Logger,
-		tries:    newTries(maxWrongTries, wrongTryWindow, maxTrackedAddresses),
+		guard:    o.AdminGuard,
 	}
 }
 

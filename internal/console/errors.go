@@ -3,8 +3,6 @@ package console
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom"
@@ -53,13 +51,4 @@ func clipPath(p string) string {
 		cut--
 	}
 	return p[:cut] + "…"
-}
-
-// seconds says a wait in whole seconds, rounded up, for a person.
-func seconds(d time.Duration) string {
-	n := max(1, int64((d+time.Second-1)/time.Second))
-	if n == 1 {
-		return "1 second"
-	}
-	return strconv.FormatInt(n, 10) + " seconds"
 }

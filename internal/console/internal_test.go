@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -16,78 +15,6 @@ import (
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func TestTriesWindow(t *testing.T) {
-	tr := newTries(3, time.Minute, 100)
-	a := netip.MustParseAddr("192.0.2.1")
-	for i := range 3 {
-		if _, ok, _ := tr.begin(a, t0.Add(time.Duration(i)*10*time.Second)); !ok {
-			t.Fatalf("try %d refused", i)
-		}
-	}
-	_, ok, wait := tr.begin(a, t0.Add(30*time.Second))
-	if ok || wait != 30*time.Second {
-		t.Errorf("4th try: ok=%v wait=%v, want refused for 30s", ok, wait)
-	}
-	if _, ok, _ := tr.begin(a, t0.Add(time.Minute)); !ok {
-		t.Errorf("once the first try left the window: refused")
-	}
-	// A forgiven try makes room at once.
-	b := netip.MustParseAddr("192.0.2.2")
-	var last int64
-	for range 3 {
-		last, _, _ = tr.begin(b, t0)
-	}
-	tr.forgive(b, last)
-	if _, ok, _ := tr.begin(b, t0); !ok {
-		t.Errorf("after a forgiven try: refused")
-	}
-	// Forgiving every try forgets the address.
-	c := netip.MustParseAddr("192.0.2.3")
-	s, _, _ := tr.begin(c, t0)
-	tr.forgive(c, s)
-	if _, found := tr.at[keyOf(c)]; found {
-		t.Errorf("an address with no try left is still tracked")
-	}
-}
-
-func TestTriesKeys(t *testing.T) {
-	for _, tc := range []struct{ a, b string }{
-		{"192.0.2.1", "::ffff:192.0.2.1"},
-		{"2001:db8::1", "2001:db8::ffff:1"},
-		{"2001:db8::1", "2001:db8:0:0:1:2:3:4"},
-		{"fe80::1%eth0", "fe80::2"},
-	} {
-		if keyOf(netip.MustParseAddr(tc.a)) != keyOf(netip.MustParseAddr(tc.b)) {
-			t.Errorf("%s and %s count apart, want together", tc.a, tc.b)
-		}
-	}
-	for _, tc := range []struct{ a, b string }{
-		{"192.0.2.1", "192.0.2.2"},
-		{"2001:db8::1", "2001:db8:0:1::1"},
-		{"0.0.0.0", "::"},
-	} {
-		if keyOf(netip.MustParseAddr(tc.a)) == keyOf(netip.MustParseAddr(tc.b)) {
-			t.Errorf("%s and %s count together, want apart", tc.a, tc.b)
-		}
-	}
-	if keyOf(netip.Addr{}) == keyOf(netip.MustParseAddr("0.0.0.0")) {
-		t.Errorf("no address counts with 0.0.0.0")
-	}
-}
-
-func TestTriesBounded(t *testing.T) {
-	tr := newTries(5, time.Minute, 64)
-	for i := range 10_000 {
-		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		if _, ok, _ := tr.begin(a, t0.Add(time.Duration(i)*time.Millisecond)); !ok {
-			t.Fatalf("address %d refused", i)
-		}
-	}
-	if n := tr.len(); n > 64 {
-		t.Errorf("%d addresses tracked, want at most 64", n)
-	}
-}
 
 func TestCookieRoundTrip(t *testing.T) {
 	k := newKeys("tok")

@@ -287,7 +287,7 @@ func (d *Door) Admit(ctx context.Context, room string, client netip.Addr, key, i
 				Message: "This room asks every join for a solved proof-of-work challenge: solve the one given and send it as \"challenge\"."}
 		}
 		s, err := d.issuer.Verify(solution, room, now)
-		if err == nil && s.MaxNumber > 0 && s.MaxNumber*tooEasy < d.difficulty(ctx, room, st, cfg, now) {
+		if err == nil && s.MaxNumber*tooEasy < d.difficulty(ctx, room, st, cfg, now) {
 			err = waitroom.Errorf(waitroom.CodeChallengeExpired, "The line got much busier since this challenge was issued; solve the new one.")
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 )
 
 // adminToken checks the admin bearer token. It keeps only the token's
@@ -26,15 +27,31 @@ func newAdminToken(token string) adminToken {
 
 var errUnauthorized = waitroom.Errorf(waitroom.CodeUnauthorized, "This needs the admin token (Authorization: Bearer <token>).")
 
-// check returns CodeUnauthorized unless r carries the admin token. With no
-// token configured, nothing passes.
-func (a adminToken) check(r *http.Request) error {
+// right reports whether r carries the admin token as a bearer token, and
+// whether it carries a bearer token at all (a guess to count). With no
+// token configured, nothing is right.
+func (a adminToken) right(r *http.Request) (right, presented bool) {
 	token, ok := bearer(r.Header.Get("Authorization"))
-	if !ok || !a.set {
-		return errUnauthorized
+	if !ok {
+		return false, false
 	}
 	d := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(d[:], a.digest[:]) != 1 {
+	return subtle.ConstantTimeCompare(d[:], a.digest[:]) == 1 && a.set, true
+}
+
+// tokenCheck returns nil when r carries the admin token, else
+// CodeUnauthorized, or rate_limited (429) once r's address has sent too many
+// wrong tokens (admintoken.Guard): every check of the bearer token goes
+// through here, so every route that takes it shares the one limit.
+func (s *server) tokenCheck(r *http.Request) error {
+	right, presented := s.admin.right(r)
+	if !presented {
+		return errUnauthorized
+	}
+	if err := s.guard.Check(r, right, admintoken.ViaAPI); err != nil {
+		return err
+	}
+	if !right {
 		return errUnauthorized
 	}
 	return nil
@@ -82,10 +99,11 @@ func (s *server) adminAsked(r *http.Request) bool {
 }
 
 // adminCheck admits the admin token, or, on a request without an
-// Authorization header, a signed-in console.
+// Authorization header, a signed-in console. Wrong tokens are limited per
+// address (tokenCheck); a console cookie is not a guess and is not.
 func (s *server) adminCheck(r *http.Request) error {
 	if _, ok := r.Header["Authorization"]; ok || s.console == nil {
-		return s.admin.check(r)
+		return s.tokenCheck(r)
 	}
 	return s.console.Authorize(r)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,51 @@ func wantNoID(t *testing.T, what string, ans answer, id string) {
 	}
 	if _, ok := v["session"]; ok || strings.Contains(string(ans.body), id[11:]) {
 		t.Fatalf("%s: the answer %s names the holder's session %s", what, ans.body, id)
+	}
+}
+
+// TestChallengeDifficultyNotForgeable is the security review's reproduction:
+// a solution made at difficulty 20,000 is refused once the room's minimum
+// is 1,000,000, and resending it with the number's leading digits moved
+// onto the end of the salt (max=20000, number 19664 hash the same as
+// max=200001966, number 4) must be refused too, not join.
+func TestChallengeDifficultyNotForgeable(t *testing.T) {
+	e := newEnv(t)
+	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/pow", `{"capacity":0,"challenge":"pow","challenge_min":20000,"challenge_max":20000}`)
+	var ch challenge.Challenge
+	var sol struct {
+		Algorithm string `json:"algorithm"`
+		Challenge string `json:"challenge"`
+		Number    int64  `json:"number"`
+		Salt      string `json:"salt"`
+		Signature string `json:"signature"`
+	}
+	for sol.Number < 100 { // three digits or more: two to move, one to leave
+		if err := json.Unmarshal(e.must(http.StatusOK, noAuth, "GET", "/v1/rooms/pow/challenge", "").body, &ch); err != nil {
+			t.Fatal(err)
+		}
+		p, err := challenge.Solve(context.Background(), ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := base64.StdEncoding.DecodeString(p)
+		if err := json.Unmarshal(raw, &sol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.must(http.StatusOK, withAdmin, "PUT", "/v1/rooms/pow", `{"capacity":0,"challenge":"pow","challenge_min":1000000,"challenge_max":2000000}`)
+	honest, _ := json.Marshal(sol)
+	wantError(t, e.do(noAuth, "POST", "/v1/rooms/pow/sessions", joinBody(map[string]string{"challenge": string(honest)})),
+		http.StatusPreconditionRequired, waitroom.CodeChallengeExpired)
+
+	digits := strconv.FormatInt(sol.Number, 10)
+	forged := sol
+	forged.Salt += digits[:len(digits)-1]
+	forged.Number, _ = strconv.ParseInt(digits[len(digits)-1:], 10, 64)
+	b, _ := json.Marshal(forged)
+	ans := e.do(noAuth, "POST", "/v1/rooms/pow/sessions", joinBody(map[string]string{"challenge": string(b)}))
+	wantError(t, ans, http.StatusPreconditionRequired, waitroom.CodeChallengeExpired)
+	if r, _ := e.store.Room(context.Background(), "pow"); r.Waiting != 0 {
+		t.Fatalf("%d waiting after the forged solution (salt %q, number %d), want 0", r.Waiting, forged.Salt, forged.Number)
 	}
 }

@@ -86,8 +86,8 @@ func FuzzBearer(f *testing.F) {
 		a := newAdminToken("secret")
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("Authorization", h)
-		if err := a.check(r); (err == nil) != (ok && tok == "secret") {
-			t.Fatalf("check with Authorization %q: %v, want ok only for the token", h, err)
+		if right, presented := a.right(r); right != (ok && tok == "secret") || presented != ok {
+			t.Fatalf("right with Authorization %q: %v, %v; want right only for the token, presented for any bearer token", h, right, presented)
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/door"
@@ -81,6 +82,12 @@ type Config struct {
 	// way of joining draws from one allowance. It is required, with a door.
 	Admit *admit.Admission
 
+	// AdminGuard limits wrong admin tokens per client address, on every
+	// route that checks the token; give the console the same one, so an
+	// address has one allowance. nil makes one for this handler alone
+	// (trusting no proxy, counting in Registry).
+	AdminGuard *admintoken.Guard
+
 	// Console, when set, lets a signed-in operator console call the admin
 	// endpoints without the bearer token: Authorize checks its session
 	// cookie and, for changes, its CSRF token. A request with an
@@ -118,6 +125,7 @@ type server struct {
 	clock    waitroom.Clock
 	log      *slog.Logger
 	admin    adminToken
+	guard    *admintoken.Guard
 	console  Authorizer
 	ledger   waitroom.Ledger
 	onAudit  func(waitroom.AuditEntry)
@@ -157,6 +165,9 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.AdminGuard == nil {
+		cfg.AdminGuard = admintoken.New(admintoken.Config{Clock: cfg.Clock, Logger: cfg.Logger, Registry: cfg.Registry})
+	}
 	if cfg.Admit == nil || cfg.Admit.Door() == nil {
 		panic("httpapi: Config.Admit is nil or has no door: every join goes through it, and the challenge and invite endpoints hand out its door's")
 	}
@@ -172,6 +183,7 @@ func NewHandler(cfg Config) http.Handler {
 		clock:             cfg.Clock,
 		log:               cfg.Logger,
 		admin:             newAdminToken(cfg.AdminToken),
+		guard:             cfg.AdminGuard,
 		console:           cfg.Console,
 		ledger:            cfg.Store,
 		onAudit:           cfg.OnAudit,

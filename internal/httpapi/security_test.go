@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/memstore"
 )
@@ -36,7 +37,8 @@ func TestAdminEndpointsNeedTheToken(t *testing.T) {
 	e.must(http.StatusCreated, withAdmin, "PUT", "/v1/rooms/r", `{"capacity":1}`)
 	s := e.session(e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", ""))
 	e.must(http.StatusCreated, noAuth, "POST", "/v1/rooms/r/sessions", "")
-	noToken := checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(t, e.store, e.clock, nil)})))
+	noToken := checked(t, httpapi.NewHandler(withParts(t, httpapi.Config{Store: e.store, Clock: e.clock, Admit: admission(t, e.store, e.clock, nil),
+		AdminGuard: admintoken.New(admintoken.Config{Clock: e.clock, MaxWrong: 1 << 20})}))) // every route, many tokens: not the limit's test
 	for _, authz := range []struct {
 		name, header string
 		h            http.Handler

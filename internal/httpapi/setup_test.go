@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/admintoken"
 	"github.com/waitroom/waitroom/internal/admit"
 	"github.com/waitroom/waitroom/internal/door"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -53,6 +54,9 @@ func newEnv(t testing.TB) *env {
 		AdminToken: adminToken,
 		Clock:      e.clock,
 		Registry:   e.reg,
+		// The route tables send a wrong token to every admin route; the
+		// limit on wrong tokens itself is TestAdminTokenLimit's.
+		AdminGuard: admintoken.New(admintoken.Config{Clock: e.clock, Registry: e.reg, MaxWrong: 1 << 20}),
 	}))
 	e.handler = checked(t, e.raw)
 	e.srv = httptest.NewServer(e.handler)

@@ -1,4 +1,4 @@
-package console
+package admintoken
 
 import (
 	"net/netip"
@@ -6,36 +6,23 @@ import (
 	"time"
 )
 
-// The sign-in limit: at most maxWrongTries wrong tokens in any
-// wrongTryWindow from one address. Five a minute lets a person mistype;
-// it lets a guesser try 7,200 tokens a day from an address, against a
-// generated token of 256 bits.
-const (
-	maxWrongTries  = 5
-	wrongTryWindow = time.Minute
-	// maxTrackedAddresses bounds the limiter's memory (about 150 bytes an
-	// address, so at most about 10 MB).
-	maxTrackedAddresses = 1 << 16
-)
-
-// tries counts sign-in tries per client address over a sliding window:
+// tries counts wrong tokens per client address over a sliding window:
 // IPv4 by address, IPv6 by /64 (one host often holds a whole /64). Unlike
 // limit.Limiter (a token bucket, which allows a burst and then a steady
-// rate), it never allows more than max tries in any one window, and a try
-// can be given back once it turns out right.
+// rate), it never allows more than max wrong tokens in any one window.
 //
-// Memory is bounded: when max addresses are tracked, those with no try in
-// the window are forgotten, then, if need be, an arbitrary one (it gets a
-// fresh allowance; no address is ever refused for lack of room). It is safe
-// for concurrent use.
+// Memory is bounded: when size addresses are tracked, those with no wrong
+// token in the window are forgotten, then, if need be, an arbitrary one (it
+// gets a fresh allowance; no address is ever refused for lack of room). It
+// is safe for concurrent use.
 type tries struct {
 	max    int
 	window time.Duration
 	size   int
 
 	mu sync.Mutex
-	// at holds each address's tries in the window, oldest first, as Unix
-	// nanoseconds; never more than max.
+	// at holds each address's wrong tokens in the window, oldest first, as
+	// Unix nanoseconds; never more than max.
 	at map[netip.Prefix][]int64
 	// lastSweep is when makeRoom last walked the whole table.
 	lastSweep int64
@@ -59,45 +46,39 @@ func keyOf(a netip.Addr) netip.Prefix {
 	return netip.Prefix{}
 }
 
-// begin counts a try by a at now, unless a has used its tries in the
-// window: then it returns false and how long until the oldest leaves the
-// window. The returned stamp identifies the try for forgive.
-func (t *tries) begin(a netip.Addr, now time.Time) (stamp int64, ok bool, retryAfter time.Duration) {
+// try decides a token presented by a at now, right saying whether it was
+// the admin token. An address that has used its max wrong tokens in the
+// window is refused whatever it sends (ok false, with how long until its
+// oldest wrong token leaves the window); otherwise a wrong token is
+// counted. The decision and the count are made under one lock, so racing
+// requests get at most max wrong answers a window between them; a right
+// token is counted nowhere, so any number of them may be in flight.
+func (t *tries) try(a netip.Addr, now time.Time, right bool) (ok bool, retryAfter time.Duration) {
 	k := keyOf(a)
 	n := now.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	list, found := t.at[k]
+	if !found && right {
+		return true, 0 // the common case: nothing to prune, nothing to add
+	}
 	list = t.prune(list, n)
 	if len(list) >= t.max {
 		t.at[k] = list
-		return 0, false, max(time.Duration(list[0]+int64(t.window)-n), time.Nanosecond)
+		return false, max(time.Duration(list[0]+int64(t.window)-n), time.Nanosecond)
 	}
-	if !found {
-		t.makeRoom(n)
-	}
-	t.at[k] = append(list, n)
-	return n, true, 0
-}
-
-// forgive gives back the try begun at stamp by a (a right token, or a body
-// that was not a try at all).
-func (t *tries) forgive(a netip.Addr, stamp int64) {
-	k := keyOf(a)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	list := t.at[k]
-	for i, s := range list {
-		if s == stamp {
-			list = append(list[:i], list[i+1:]...)
-			break
+	switch {
+	case !right:
+		if !found {
+			t.makeRoom(n)
 		}
-	}
-	if len(list) == 0 {
+		t.at[k] = append(list, n)
+	case len(list) == 0:
 		delete(t.at, k)
-		return
+	default:
+		t.at[k] = list
 	}
-	t.at[k] = list
+	return true, 0
 }
 
 // prune drops the tries that have left the window at n.
