@@ -191,7 +191,7 @@ func loadCommand(ctx context.Context, args []string, getenv func(string) string,
 	if rep.StoppedEarly != "" {
 		hint := ""
 		if rep.JoinFailures["429 "+string(waitroom.CodeRateLimited)] > 0 {
-			hint = "; the servers limit joins per address: start them with --join-limit 0"
+			hint = "; the servers limit joins per address: start them with --join-limit 0 (and, for a crowd from one address, --max-connections-per-address 0 --max-streams-per-address 0)"
 		}
 		return fmt.Errorf("load stopped early: %s%s", rep.StoppedEarly, hint)
 	}
@@ -207,7 +207,8 @@ var loadHelp = helpText{
 		"error, capacity held and, with the admin token, exact positions at every freeze. The room must " +
 		"exist, or be made with --create. Failures are counted by cause in the report; the run stops " +
 		"early and exits 1 when no server can be reached or most joins fail. Servers limit joins per " +
-		"address (serve --join-limit, 120 a minute): start the server under test with --join-limit 0.",
+		"address (serve --join-limit, 120 a minute) and cap one address's connections and streams: start the " +
+		"server under test with --join-limit 0 --max-connections-per-address 0 --max-streams-per-address 0.",
 	examples: []string{
 		`waitroom load --room load --create --admin-token "$TOKEN" --users 2000 --rate 500 --hold 2s --duration 20s`,
 		`waitroom load --target http://10.0.0.5:8080,http://10.0.0.6:8080 --room drop --users 19900 --opens-in 60s --admin-token "$TOKEN"`,
