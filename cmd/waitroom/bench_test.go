@@ -25,6 +25,7 @@ var benchRows = []string{
 	"HTTP position (GET session, memstore), 4 conns",
 	"redisstore join, 4 callers", "redisstore position, 4 callers",
 	"redisstore join, 4 callers, acknowledged by 1 replica", "redisstore position, 4 callers, with 1 replica",
+	"redisstore join, 4 callers, the wait for 1 replica alone",
 	"draw of 500 entrants (sqlitestore, sync=FULL)", "redisstore draw of 500 entrants",
 	"HTTP durable join with a webhook, endpoint answers after 1s, 4 conns",
 	"HTTP durable join with a webhook, endpoint answers 503, 4 conns",
