@@ -32,6 +32,10 @@ import (
 // cluster to reach cluster_state:ok.
 const startTimeout = 20 * time.Second
 
+// loadingTimeout bounds, after startTimeout, how long a server that
+// answers LOADING may take to finish loading its data.
+const loadingTimeout = 2 * time.Minute
+
 // Option configures a server.
 type Option func(*config)
 
@@ -151,9 +155,14 @@ func (in *Instance) start() error {
 	in.cmd, in.done = cmd, done
 	in.mu.Unlock()
 
-	err := poll(startTimeout, done, func(ctx context.Context) error {
-		return ping(ctx, in.Addr)
-	})
+	check := func(ctx context.Context) error { return ping(ctx, in.Addr) }
+	err := poll(startTimeout, done, check)
+	if err != nil && strings.HasPrefix(err.Error(), "LOADING") {
+		// Alive, and loading a big data set (a node restarted after a
+		// long failover run loads millions of entries from its AOF): it
+		// gets longer.
+		err = poll(loadingTimeout, done, check)
+	}
 	if err != nil {
 		in.Kill()
 		log, _ := os.ReadFile(filepath.Join(in.Dir, "redis.log"))
