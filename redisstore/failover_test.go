@@ -61,6 +61,12 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover tests take a while; not in -short")
 	}
+	sentinelFailover(t)
+}
+
+// sentinelFailover runs the Sentinel failover load, the store opened with
+// opts.
+func sentinelFailover(t *testing.T, opts ...redisstore.Option) {
 	cycles, _ := failoverCycles(t)
 	set := redistest.Sentinel(t)
 	var old *redistest.Instance
@@ -69,7 +75,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		old, killed = set.KillPrimary()
 		_, named := set.WaitNewPrimary(old)
 		return killed, named
-	}, func() { set.Heal(old) })
+	}, func() { set.Heal(old) }, opts...)
 }
 
 // TestSentinelFailoverWithoutAck is the Sentinel run with
@@ -81,15 +87,7 @@ func TestSentinelFailoverWithoutAck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover tests take a while; not in -short")
 	}
-	cycles, _ := failoverCycles(t)
-	set := redistest.Sentinel(t)
-	var old *redistest.Instance
-	runFailover(t, set.URL(), cycles, func() (time.Time, time.Time) {
-		var killed time.Time
-		old, killed = set.KillPrimary()
-		_, named := set.WaitNewPrimary(old)
-		return killed, named
-	}, func() { set.Heal(old) }, redisstore.WithAckReplicas(0))
+	sentinelFailover(t, redisstore.WithAckReplicas(0))
 }
 
 // TestClusterFailoverUnderLoad kills the master of the room's slot in a
