@@ -144,8 +144,8 @@ func TestBenchWithoutRedis(t *testing.T) {
 			}
 		}
 	}
-	if n != 6 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
-		t.Errorf("%d Redis rows, want 6 reported as skipped: %s", n, bench.RedisMissing)
+	if n != 7 || !strings.Contains(text, "skipped: "+bench.RedisMissing) {
+		t.Errorf("%d Redis rows, want 7 reported as skipped: %s", n, bench.RedisMissing)
 	}
 }
 

@@ -183,7 +183,8 @@ func TestRunSmall(t *testing.T) {
 	var b bytes.Buffer
 	Render(&b, tab)
 	t.Logf("\n%s", b.String())
-	wantRows := 3*2 + 1 + 4 + 2 + 2 + 2 + 4
+	// engine, durable, HTTP, redis, acknowledgement (3), draw, webhooks.
+	wantRows := 3*2 + 1 + 4 + 2 + 3 + 2 + 4
 	if len(tab.Rows) != wantRows {
 		t.Fatalf("%d rows, want %d", len(tab.Rows), wantRows)
 	}
