@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/apierror"
 )
 
 // listenMetrics binds Config.MetricsAddr, when set, before anything is
@@ -35,6 +37,14 @@ func (s *Server) listenMetrics(ctx context.Context) error {
 		ErrorHandling: promhttp.ContinueOnError,
 		ErrorLog:      errorLog(s.cfg.Logger),
 	}))
+	// Anything else gets the API's JSON errors, as on the main listener.
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		apierror.WriteMessage(w, http.StatusMethodNotAllowed, waitroom.CodeMethodNotAllowed, "This listener serves GET /metrics alone.")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apierror.WriteMessage(w, http.StatusNotFound, waitroom.CodeNotFound, "This listener serves GET /metrics alone.")
+	})
 	s.metricsHTTP = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -99,8 +99,17 @@ func TestMetricsNeedTheTokenOrTheirOwnListener(t *testing.T) {
 		t.Errorf("GET /metrics on --metrics-addr without a token: %d %.200q, want the metrics", status, body)
 	}
 	for _, p := range []string{"/", "/v1/rooms", "/healthz", "/admin/", "/metrics/x"} {
-		if status, body := get(side+p, "Bearer "+token); status != 404 {
-			t.Errorf("GET %s on --metrics-addr: %d %.200q, want 404: it serves /metrics alone", p, status, body)
+		if status, body := get(side+p, "Bearer "+token); status != 404 || !strings.Contains(body, `"not_found"`) {
+			t.Errorf("GET %s on --metrics-addr: %d %.200q, want 404 not_found JSON: it serves /metrics alone", p, status, body)
+		}
+	}
+	if resp, err := http.Post(side+"/metrics", "application/json", strings.NewReader("{}")); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" || !strings.Contains(string(b), `"method_not_allowed"`) {
+			t.Errorf("POST /metrics on --metrics-addr: %d Allow %q %.200q, want 405 method_not_allowed JSON", resp.StatusCode, resp.Header.Get("Allow"), b)
 		}
 	}
 	if want := "metrics:      " + side + "/metrics"; !strings.Contains(stdout.String(), want) {
